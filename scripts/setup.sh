@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Set up IndexFoundry on a fresh machine: system packages, a virtualenv in .venv, CPU torch,
+# and the package itself. `scripts/setup.sh --dev` also installs the test and lint tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras=""
+[ "${1:-}" = "--dev" ] && extras="[dev]"
+
+# tesseract for PDF OCR (Debian/Ubuntu; skipped when present or when apt is not usable).
+if ! command -v tesseract >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    apt-get update -q >/dev/null && apt-get install -y -q tesseract-ocr >/dev/null
+  else
+    echo "note: install tesseract-ocr for OCR of scanned PDFs (e.g. sudo apt-get install tesseract-ocr)" >&2
+  fi
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+# CPU-only torch first: a plain 'torch' requirement would pull a multi-GB CUDA build.
+.venv/bin/python -m pip install -q "torch==2.13.0"
+.venv/bin/python -m pip install -q -e ".${extras}"
+echo "IndexFoundry is installed in .venv ($(.venv/bin/indexfoundry --version))" >&2

@@ -1,0 +1,1 @@
+"""Pydantic models: config, content records and manifests (the single source of truth)."""

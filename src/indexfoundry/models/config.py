@@ -1,0 +1,375 @@
+"""Configuration models: the pipeline config (mirrors the seed's PipelineRunInputSchema) and the
+global ``indexfoundry.config.json``. The same models produce ``indexfoundry config schema``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError
+
+from indexfoundry.errors import ConfigInvalid
+from indexfoundry.models.base import Strict
+
+ChunkStrategy = Literal["fixed_chars", "by_paragraph", "by_heading", "by_page", "by_sentence", "recursive"]
+VectorProvider = Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local"]
+
+
+# ---------------------------------------------------------------- sources (connect)
+class RecordsSpec(Strict):
+    """Split a csv/jsonl/ndjson file into one document per record."""
+
+    id_field: str = Field(description="Field holding each record's id")
+    text_fields: list[str] = Field(min_length=1, description="Fields joined to form the document text")
+    metadata_fields: list[str] = Field(default_factory=list, description="Fields kept as metadata")
+
+
+class UrlSource(Strict):
+    type: Literal["url"] = Field(description="A single URL")
+    url: str = Field(description="URL to fetch")
+    name: str | None = Field(default=None, description="Source name (defaults to the URL)")
+
+
+class SitemapSource(Strict):
+    type: Literal["sitemap"] = Field(description="A sitemap to crawl")
+    url: str = Field(description="Sitemap XML URL")
+    max_pages: int | None = Field(default=None, ge=1, le=10000, description="Maximum pages to fetch")
+    include_patterns: list[str] = Field(default_factory=list, description="Regexes of URLs to include")
+    exclude_patterns: list[str] = Field(default_factory=list, description="Regexes of URLs to exclude")
+    name: str | None = Field(default=None, description="Source name (defaults to the URL)")
+
+
+class FolderSource(Strict):
+    type: Literal["folder"] = Field(description="A local folder")
+    path: str = Field(description="Folder path; relative paths are relative to the config file")
+    glob: str = Field(default="**/*", description="Glob of files to include, e.g. '**/*.md'")
+    exclude_patterns: list[str] = Field(
+        default_factory=list, description="Globs (relative to the folder) of files to leave out"
+    )
+    max_file_size_mb: float = Field(default=50, gt=0, le=500, description="Skip files larger than this")
+    include_hidden: bool = Field(default=False, description="Include dot-files and dot-folders (never .git)")
+    name: str | None = Field(
+        default=None, description="Source name used in document uris (defaults to the folder's name)"
+    )
+    records: RecordsSpec | None = Field(default=None, description="Split csv/jsonl files into records")
+
+
+class PdfSource(Strict):
+    type: Literal["pdf"] = Field(description="One PDF, by URL or local path")
+    source: str = Field(description="URL or local path of the PDF")
+    name: str | None = Field(default=None, description="Source name")
+
+
+Source = Annotated[UrlSource | SitemapSource | FolderSource | PdfSource, Field(discriminator="type")]
+
+
+class ConnectConfig(Strict):
+    sources: list[Source] = Field(min_length=1, description="Content sources")
+    allowed_domains: list[str] = Field(default_factory=list, description="Domain allowlist (empty = all)")
+    blocked_domains: list[str] = Field(default_factory=list, description="Domains never fetched")
+    allow_private_networks: bool = Field(
+        default=False, description="Allow fetching loopback/private/link-local addresses (off: SSRF guard)"
+    )
+    timeout_ms: int = Field(default=30000, ge=1000, le=60000, description="Request timeout")
+    max_file_size_mb: float = Field(default=50, gt=0, le=500, description="Largest file fetched")
+    user_agent: str = Field(default="IndexFoundry/1.0", description="HTTP User-Agent")
+    headers: dict[str, str] = Field(default_factory=dict, description="Custom HTTP headers")
+    concurrency: int = Field(default=3, ge=1, le=10, description="Parallel fetches")
+    respect_robots_txt: bool = Field(default=True, description="Obey robots.txt when crawling")
+
+
+# ---------------------------------------------------------------- extract
+class ExtractConfig(Strict):
+    pdf_mode: Literal["layout", "plain", "ocr"] = Field(default="layout", description="PDF extraction mode")
+    preserve_headings: bool = Field(default=True, description="Keep headings as markdown")
+    preserve_links: bool = Field(default=False, description="Keep links as [text](url)")
+    preserve_tables: bool = Field(default=True, description="Convert tables to markdown")
+    remove_selectors: list[str] = Field(default_factory=list, description="CSS selectors removed from HTML")
+    ocr_language: str = Field(default="eng", description="Tesseract language code")
+    csv_preview_rows: int = Field(default=100, ge=1, le=1000, description="Rows of a CSV put in its text")
+    pdf_password_env: str | None = Field(
+        default=None, description="Environment variable holding the password of encrypted PDFs"
+    )
+
+
+# ---------------------------------------------------------------- normalize
+class DedupeOptions(Strict):
+    method: Literal["exact", "simhash", "minhash"] = Field(default="exact", description="Dedupe method")
+    similarity_threshold: float = Field(default=0.95, ge=0.8, le=1.0, description="Fuzzy threshold")
+    scope: Literal["global", "per_document"] = Field(default="global", description="Dedupe scope")
+
+
+class RegexTag(Strict):
+    pattern: str = Field(description="Regex with a capture group")
+    tag_name: str = Field(description="Tag name")
+    flags: str = Field(default="gi", description="Regex flags")
+
+
+class SectionPattern(Strict):
+    pattern: str = Field(description="Regex matched against chunk text")
+    section_name: str = Field(description="Section assigned when it matches")
+
+
+class EnrichRules(Strict):
+    detect_language: bool = Field(default=True, description="Detect each chunk's language")
+    regex_tags: list[RegexTag] = Field(default_factory=list, description="Extract tags via regex")
+    section_patterns: list[SectionPattern] = Field(default_factory=list, description="Section detection")
+    extract_dates: bool = Field(default=False, description="Extract dates (ISO 8601)")
+    taxonomy: dict[str, list[str]] = Field(default_factory=dict, description="Category -> terms")
+
+
+class NormalizeConfig(Strict):
+    chunk_strategy: ChunkStrategy = Field(default="recursive", description="Chunking strategy")
+    max_chars: int = Field(default=1500, ge=100, le=10000, description="Maximum characters per chunk")
+    min_chars: int = Field(default=100, ge=50, le=500, description="Minimum characters per chunk")
+    overlap_chars: int = Field(default=150, ge=0, le=500, description="Overlap between chunks")
+    split_hierarchy: list[str] = Field(
+        default_factory=lambda: ["\n\n", "\n", ". ", " "], description="Separators for recursive splitting"
+    )
+    merge_short_sections: bool = Field(
+        default=True, description="by_heading: merge sections under min_chars into their parent"
+    )
+    dedupe: bool | DedupeOptions = Field(default=True, description="Deduplicate chunks")
+    detect_language: bool = Field(default=True, description="Detect each chunk's language")
+    enrich: EnrichRules | None = Field(default=None, description="Rule-based enrichment")
+
+
+# ---------------------------------------------------------------- index
+class VectorDbConfig(Strict):
+    provider: VectorProvider = Field(default="chroma", description="Vector database provider")
+    collection: str = Field(default="indexfoundry", description="Collection name")
+    namespace: str | None = Field(default=None, description="Namespace within the collection")
+    connection: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Provider connection: chroma {path} (embedded) or {host, port} (server mode)",
+    )
+
+
+class IndexConfig(Strict):
+    embedding_model: str = Field(default="local", description="'local' (offline MiniLM), 'hash', or 'provider:model'")
+    batch_size: int = Field(default=32, ge=1, le=500, description="Texts per embedding call")
+    normalize_vectors: bool = Field(default=True, description="L2-normalise vectors")
+    api_key_env: str = Field(default="EMBEDDING_API_KEY", description="Env var holding the API key")
+    vector_db: VectorDbConfig = Field(default_factory=VectorDbConfig, description="Where vectors go")
+
+
+# ---------------------------------------------------------------- serve
+class ServeConfig(Strict):
+    auto_start: bool = Field(default=False, description="Start the HTTP API after the run")
+    host: str = Field(default="127.0.0.1", description="Bind address")
+    port: int | None = Field(default=None, ge=1024, le=65535, description="Port")
+
+
+class PipelineConfig(Strict):
+    """A pipeline config file (YAML or JSON): one per indexed corpus."""
+
+    run_id: str | None = Field(default=None, description="Run id to (re)use; new UUID v7 if omitted")
+    connect: ConnectConfig
+    extract: ExtractConfig = Field(default_factory=ExtractConfig)
+    normalize: NormalizeConfig = Field(default_factory=NormalizeConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
+    serve: ServeConfig = Field(default_factory=ServeConfig)
+    force: bool = Field(default=False, description="Rerun every phase even if unchanged")
+    stop_on_error: bool = Field(
+        default=False, description="Stop the run at the first failed document instead of going on"
+    )
+
+
+# ---------------------------------------------------------------- global config
+class StorageConfig(Strict):
+    runs_dir: str = Field(default="./runs", description="Where runs are kept")
+    max_runs: int = Field(default=100, ge=1, description="Runs kept before cleanup removes the oldest")
+    cleanup_policy: Literal["fifo"] = Field(default="fifo", description="Which runs cleanup removes first")
+
+
+class ConnectDefaults(Strict):
+    timeout_ms: int = 30000
+    max_file_size_mb: float = 50
+    user_agent: str = "IndexFoundry/1.0"
+
+
+class ExtractDefaults(Strict):
+    pdf_extractor: Literal["pdfminer.six"] = "pdfminer.six"
+    pdf_mode: Literal["layout", "plain", "ocr"] = "layout"
+    ocr_engine: Literal["tesseract"] = "tesseract"
+
+
+class NormalizeDefaults(Strict):
+    chunk_strategy: ChunkStrategy = "recursive"
+    max_chars: int = 1500
+    overlap_chars: int = 150
+
+
+class IndexDefaults(Strict):
+    embedding_provider: str = "local"
+    embedding_model: str = "local"
+    batch_size: int = 32
+
+
+class Defaults(Strict):
+    connect: ConnectDefaults = Field(default_factory=ConnectDefaults)
+    extract: ExtractDefaults = Field(default_factory=ExtractDefaults)
+    normalize: NormalizeDefaults = Field(default_factory=NormalizeDefaults)
+    index: IndexDefaults = Field(default_factory=IndexDefaults)
+
+
+class SecurityConfig(Strict):
+    allowed_domains: list[str] = Field(default_factory=list)
+    blocked_domains: list[str] = Field(default_factory=lambda: ["localhost", "127.0.0.1"])
+    max_concurrent_fetches: int = Field(default=5, ge=1)
+    allow_private_networks: bool = Field(default=False)
+
+
+class GlobalConfig(Strict):
+    """``indexfoundry.config.json``: defaults shared by every pipeline run."""
+
+    version: str = "1.0.0"
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    defaults: Defaults = Field(default_factory=Defaults)
+    pinned_versions: dict[str, str] = Field(default_factory=dict)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
+
+
+GLOBAL_CONFIG_FILE = "indexfoundry.config.json"
+ENV_GLOBAL_CONFIG = "INDEXFOUNDRY_CONFIG"
+
+
+# ---------------------------------------------------------------- loading
+def _loc(error: Any) -> str:
+    return ".".join(str(part) for part in error.get("loc", ())) or "(root)"
+
+
+def validation_error(exc: ValidationError, what: str) -> ConfigInvalid:
+    """Turn a pydantic error into CONFIG_INVALID naming the first offending key path."""
+    errors = exc.errors()
+    first = errors[0]
+    path = _loc(first)
+    message = f"{what}: {path}: {first.get('msg', 'invalid')}"
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more)"
+    if first.get("type") == "extra_forbidden":
+        suggestion = f"Remove or rename '{path}'; 'indexfoundry config schema' lists the valid keys"
+    else:
+        suggestion = "Fix the value; 'indexfoundry config schema' prints the JSON Schema of the file"
+    return ConfigInvalid(
+        message,
+        suggestion=suggestion,
+        details={"errors": [{"path": _loc(e), "message": e.get("msg")} for e in errors[:20]]},
+    )
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse a YAML or JSON file into a mapping, with CONFIG_INVALID on any problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigInvalid(f"config file {path} does not exist", suggestion="Check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigInvalid(f"cannot read config file {path}: {exc}", suggestion="Check the file") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigInvalid(
+            f"{path} is not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {' '.join(str(exc).split())}",
+            suggestion="Fix the syntax at the position shown",
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigInvalid(f"{path} must contain a mapping at the top level", suggestion="See README")
+    return data
+
+
+def load_global_config(path: Path | None = None) -> GlobalConfig:
+    """Load the global config: explicit path, $INDEXFOUNDRY_CONFIG, ./indexfoundry.config.json, or defaults."""
+    if path is None:
+        env = os.environ.get(ENV_GLOBAL_CONFIG)
+        if env:
+            path = Path(env)
+        elif Path(GLOBAL_CONFIG_FILE).is_file():
+            path = Path(GLOBAL_CONFIG_FILE)
+    if path is None:
+        return GlobalConfig()
+    try:
+        return GlobalConfig.model_validate(read_config_file(path))
+    except ValidationError as exc:
+        raise validation_error(exc, str(path)) from None
+
+
+def _apply_defaults(raw: dict[str, Any], glob: GlobalConfig) -> dict[str, Any]:
+    """Fill keys the pipeline config leaves out from the global config's defaults."""
+    data: dict[str, Any] = json.loads(json.dumps(raw))  # deep copy of plain data
+    d = glob.defaults
+
+    def fill(section: str, values: dict[str, Any]) -> None:
+        target = data.get(section)
+        if target is None:
+            target = {}
+            data[section] = target
+        if isinstance(target, dict):
+            for key, value in values.items():
+                target.setdefault(key, value)
+
+    connect = data.get("connect")
+    if isinstance(connect, dict):
+        connect.setdefault("timeout_ms", d.connect.timeout_ms)
+        connect.setdefault("max_file_size_mb", d.connect.max_file_size_mb)
+        connect.setdefault("user_agent", d.connect.user_agent)
+        if glob.security.allowed_domains:
+            connect.setdefault("allowed_domains", list(glob.security.allowed_domains))
+        connect.setdefault("blocked_domains", list(glob.security.blocked_domains))
+        connect.setdefault("allow_private_networks", glob.security.allow_private_networks)
+    fill("extract", {"pdf_mode": d.extract.pdf_mode})
+    fill(
+        "normalize",
+        {
+            "chunk_strategy": d.normalize.chunk_strategy,
+            "max_chars": d.normalize.max_chars,
+            "overlap_chars": d.normalize.overlap_chars,
+        },
+    )
+    fill("index", {"embedding_model": d.index.embedding_model, "batch_size": d.index.batch_size})
+    return data
+
+
+def parse_pipeline_config(
+    raw: dict[str, Any], base_dir: Path | None = None, glob: GlobalConfig | None = None
+) -> PipelineConfig:
+    """Validate a pipeline config mapping; folder paths are resolved against ``base_dir``."""
+    data = _apply_defaults(raw, glob or GlobalConfig())
+    try:
+        config = PipelineConfig.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, "pipeline config") from None
+    if base_dir is not None:
+        for source in config.connect.sources:
+            if isinstance(source, FolderSource):
+                if source.name is None:
+                    source.name = Path(source.path).name or "folder"
+                source.path = str((base_dir / source.path).resolve())
+            elif isinstance(source, PdfSource) and "://" not in source.source:
+                source.source = str((base_dir / source.source).resolve())
+    for source in config.connect.sources:
+        if isinstance(source, FolderSource) and source.name is None:
+            source.name = Path(source.path).name or "folder"
+    if config.normalize.overlap_chars >= config.normalize.max_chars:
+        raise ConfigInvalid(
+            "pipeline config: normalize.overlap_chars must be smaller than normalize.max_chars",
+            suggestion="Lower overlap_chars or raise max_chars",
+        )
+    return config
+
+
+def load_pipeline_config(path: Path, glob: GlobalConfig | None = None) -> PipelineConfig:
+    """Load a YAML/JSON pipeline config file; relative paths are relative to the file."""
+    return parse_pipeline_config(read_config_file(path), base_dir=path.resolve().parent, glob=glob)
+
+
+def pipeline_config_schema() -> dict[str, Any]:
+    """JSON Schema of the pipeline config file, for editor validation."""
+    schema: dict[str, Any] = PipelineConfig.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "IndexFoundry pipeline config"
+    return schema

@@ -1,0 +1,83 @@
+"""Retrieval models shared by the CLI, the HTTP API and the MCP server (one source of truth)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from indexfoundry.models.base import Strict
+from indexfoundry.models.records import ChunkMetadata, ChunkPosition, ChunkSource
+
+SearchMode = Literal["semantic", "keyword", "hybrid"]
+FilterOp = Literal["eq", "neq", "gt", "gte", "lt", "lte", "in", "contains"]
+
+
+class HybridConfig(Strict):
+    alpha: float = Field(default=0.7, ge=0, le=1, description="Weight of semantic vs keyword (1 = pure semantic)")
+    fusion_method: Literal["rrf", "weighted_sum"] = Field(default="rrf", description="How rankings are fused")
+
+
+class RerankerConfig(Strict):
+    enabled: bool = Field(default=False, description="Rerank the top results")
+    model: str | None = Field(default=None, description="Reranker model")
+    top_k_to_rerank: int = Field(default=50, description="Candidates reranked")
+
+
+class RetrievalConfig(Strict):
+    default_top_k: int = Field(default=10, ge=1, le=100, description="Results returned by default")
+    search_modes: list[SearchMode] = Field(
+        default_factory=lambda: list[SearchMode](["semantic"]), description="Modes offered"
+    )
+    hybrid_config: HybridConfig = Field(default_factory=HybridConfig)
+    reranker: RerankerConfig = Field(default_factory=RerankerConfig)
+
+
+class AllowedFilter(Strict):
+    field: str = Field(description="Filterable metadata field (dotted chunk path)")
+    operators: list[FilterOp] = Field(description="Operators allowed on it")
+
+
+class SecurityProfile(Strict):
+    require_auth: bool = Field(default=False, description="Require an API key")
+    allowed_namespaces: list[str] | None = Field(default=None, description="Namespaces keys may search")
+
+
+class RetrievalProfile(Strict):
+    """``served/retrieval_profile.json``."""
+
+    retrieval_config: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    allowed_filters: list[AllowedFilter] = Field(default_factory=list)
+    security: SecurityProfile = Field(default_factory=SecurityProfile)
+
+
+class SearchFilter(Strict):
+    field: str = Field(description="Metadata field, e.g. 'source.uri'")
+    op: FilterOp = Field(default="eq", description="Operator")
+    value: Any = Field(description="Value (a list for 'in')")
+
+
+class SearchRequest(Strict):
+    query: str = Field(min_length=1, max_length=4096, description="Search text")
+    top_k: int = Field(default=10, ge=1, le=100, description="Number of results")
+    mode: SearchMode = Field(default="semantic", description="Search mode")
+    filters: list[SearchFilter] = Field(default_factory=list, description="Metadata filters (ANDed)")
+    offset: int = Field(default=0, ge=0, le=1000, description="Results to skip (paging)")
+
+
+class SearchResult(Strict):
+    chunk_id: str
+    doc_id: str
+    score: float
+    text: str
+    source: ChunkSource
+    position: ChunkPosition
+    metadata: ChunkMetadata
+    run_id: str
+
+
+class SearchResponse(Strict):
+    results: list[SearchResult]
+    run_id: str
+    mode: SearchMode
+    indexed_at: str | None = Field(default=None, description="When the run's index phase completed")

@@ -1,0 +1,1 @@
+"""The five phases: connect, extract, normalize, index, serve — one package each."""

@@ -1,0 +1,151 @@
+"""The shape every phase shares: typed config slice in, artifacts and a phase manifest out.
+
+A phase declares its name and version, which slice of the pipeline config it reads, and
+how to compute its input hashes; the runner (``pipeline.runner``) fingerprints those,
+decides whether to skip, and writes the manifest. A phase finds its inputs through the
+upstream phase's manifest and artifacts, never by globbing folders.
+"""
+
+from __future__ import annotations
+
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from indexfoundry import __version__
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.config import GlobalConfig, PipelineConfig
+from indexfoundry.models.manifests import ErrorRecord, PhaseName
+from indexfoundry.storage.atomic import append_ndjson
+from indexfoundry.storage.layout import RunLayout
+
+
+class ProgressTask(Protocol):
+    def advance(self, amount: int = 1) -> None: ...
+
+
+class ProgressReporter(Protocol):
+    """Progress sink: rich bars in the CLI, MCP progress notifications, or nothing."""
+
+    def task(self, description: str, total: int | None) -> Any: ...
+
+
+class _NullTask:
+    def advance(self, amount: int = 1) -> None:
+        return None
+
+
+class NullProgress:
+    """Progress reporter that reports nothing (library use, tests)."""
+
+    @contextmanager
+    def task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
+        yield _NullTask()
+
+
+def package_version(name: str) -> str:
+    """Installed version of a distribution, or 'not-installed'."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not-installed"
+
+
+@dataclass
+class PhaseContext:
+    """What a phase may use while it runs."""
+
+    layout: RunLayout
+    config: PipelineConfig
+    global_config: GlobalConfig
+    force: bool = False
+    progress: Any = field(default_factory=NullProgress)
+    # Test and library hook: an embedder instance to use instead of the configured one.
+    embedder_override: Any = None
+    base_layout: RunLayout | None = None
+    errors: list[ErrorRecord] = field(default_factory=list)
+    log: Callable[[str], None] = field(default=lambda message: print(message, file=sys.stderr))
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.layout.runs_dir
+
+    @property
+    def stop_on_error(self) -> bool:
+        return self.config.stop_on_error
+
+    def event(self, event: str, **fields: Any) -> None:
+        """Append a structured event to ``logs/events.ndjson``."""
+        from indexfoundry.pipeline.clock import utc_now
+
+        append_ndjson(self.layout.events_log, {"ts": utc_now(), "event": event, **fields})
+
+    def record_error(self, error: IndexFoundryError, phase: PhaseName, uri: str | None = None) -> None:
+        """Record a document-level failure; with ``stop_on_error`` the phase fails instead."""
+        record = ErrorRecord.from_error(error, phase=phase, uri=uri)
+        self.errors.append(record)
+        from indexfoundry.pipeline.clock import utc_now
+
+        append_ndjson(
+            self.layout.errors_log,
+            {"ts": utc_now(), **record.model_dump(mode="json", exclude_none=True), "details": error.details},
+        )
+        if self.stop_on_error:
+            raise error
+
+
+@dataclass
+class PhaseOutcome:
+    """What a phase reports back to the runner after writing its artifacts."""
+
+    artifacts: list[Path]
+    output_count: int
+    stats: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    reused: int = 0
+    new: int = 0
+    # Relative paths of artifacts whose record count is reported in the manifest.
+    record_counts: dict[str, int] = field(default_factory=dict)
+
+
+class Phase(ABC):
+    """One of the five phases. Subclasses are stateless; all state is on disk."""
+
+    name: ClassVar[PhaseName]
+    version: ClassVar[str]
+
+    @abstractmethod
+    def config_slice(self, config: PipelineConfig) -> Any:
+        """The part of the pipeline config this phase depends on (hashed into the fingerprint)."""
+
+    def tool_versions(self) -> dict[str, str]:
+        """Versions of the libraries whose output this phase depends on."""
+        return {"indexfoundry": __version__}
+
+    @abstractmethod
+    def input_hashes(self, ctx: PhaseContext) -> list[str]:
+        """Sorted hashes of everything this phase reads (upstream artifacts or source contents)."""
+
+    @abstractmethod
+    def run(self, ctx: PhaseContext) -> PhaseOutcome:
+        """Do the work and write the artifacts atomically."""
+
+
+def upstream_artifact_hashes(ctx: PhaseContext, phase: PhaseName) -> list[str]:
+    """Hashes of the artifacts the upstream ``phase`` recorded in the run manifest."""
+    from indexfoundry.pipeline.manifest import load_manifest
+
+    manifest = load_manifest(ctx.layout)
+    upstream = manifest.phases.get(phase)
+    if upstream is None or upstream.status != "completed":
+        raise IndexFoundryError(
+            f"phase '{phase}' has not completed in run {ctx.layout.run_id}",
+            code="CONFIG_INVALID",
+            suggestion=f"Run 'indexfoundry {phase} --run-id {ctx.layout.run_id}' first",
+        )
+    return sorted(a.sha256 for a in upstream.artifacts)

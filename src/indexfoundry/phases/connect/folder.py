@@ -1,0 +1,114 @@
+"""Folder sources: sorted walk with glob/exclude patterns, size limit, no escapes from the root."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from wcmatch import glob as wglob
+
+from indexfoundry.errors import ConfigInvalid, FileTooLarge, IndexFoundryError, ParseError
+from indexfoundry.models.config import FolderSource
+from indexfoundry.phases.connect.sniff import sniff_content_type
+from indexfoundry.storage.hashing import sha256_file
+
+_GLOB_FLAGS = wglob.GLOBSTAR | wglob.DOTGLOB | wglob.BRACE
+
+
+@dataclass(frozen=True)
+class FolderFile:
+    """A file found in a folder source."""
+
+    path: Path
+    relative_path: str
+    uri: str
+    sha256: str
+    size_bytes: int
+    content_type: str
+
+
+@dataclass
+class FolderScan:
+    files: list[FolderFile]
+    errors: list[tuple[str, IndexFoundryError]]
+
+
+def _skip_name(name: str, include_hidden: bool) -> bool:
+    if name == ".git":
+        return True
+    return name.startswith(".") and not include_hidden
+
+
+def scan_folder(source: FolderSource) -> FolderScan:
+    """List and hash the files of a folder source, in sorted order.
+
+    Symlinks are followed only when they resolve inside the root; device files, FIFOs and
+    sockets are never read. Oversized or unreadable files become errors, not crashes.
+    """
+    root = Path(source.path)
+    name = source.name or root.name
+    if not root.is_dir():
+        raise ConfigInvalid(
+            f"folder source '{source.path}' is not a directory",
+            suggestion="Check connect.sources[].path (relative paths are relative to the config file)",
+        )
+    real_root = root.resolve()
+    limit = int(source.max_file_size_mb * 1024 * 1024)
+    files: list[FolderFile] = []
+    errors: list[tuple[str, IndexFoundryError]] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not _skip_name(d, source.include_hidden))
+        for filename in sorted(filenames):
+            if _skip_name(filename, source.include_hidden):
+                continue
+            path = Path(dirpath) / filename
+            relative = path.relative_to(root).as_posix()
+            if not wglob.globmatch(relative, source.glob, flags=_GLOB_FLAGS):
+                continue
+            if any(wglob.globmatch(relative, pattern, flags=_GLOB_FLAGS) for pattern in source.exclude_patterns):
+                continue
+            uri = f"{name}/{relative}"
+            try:
+                real = path.resolve(strict=True)
+                if real != real_root and real_root not in real.parents:
+                    continue  # a symlink pointing out of the root is never followed
+                info = real.stat()
+                if not stat.S_ISREG(info.st_mode):
+                    continue  # devices, FIFOs, sockets
+                if info.st_size > limit:
+                    errors.append(
+                        (
+                            uri,
+                            FileTooLarge(
+                                f"{uri} is {info.st_size / 1048576:.1f} MB, over the "
+                                f"{source.max_file_size_mb} MB limit",
+                                suggestion="Raise max_file_size_mb on the source, or exclude the file",
+                            ),
+                        )
+                    )
+                    continue
+                digest = sha256_file(real)
+                with real.open("rb") as handle:
+                    head = handle.read(8192)
+            except OSError as exc:
+                errors.append(
+                    (
+                        uri,
+                        ParseError(f"cannot read {uri}: {exc.strerror or exc}", suggestion="Check permissions"),
+                    )
+                )
+                continue
+            files.append(
+                FolderFile(
+                    path=real,
+                    relative_path=relative,
+                    uri=uri,
+                    sha256=digest,
+                    size_bytes=info.st_size,
+                    content_type=sniff_content_type(filename, head),
+                )
+            )
+    files.sort(key=lambda f: f.uri)
+    return FolderScan(files=files, errors=errors)

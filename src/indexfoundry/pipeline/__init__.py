@@ -1,0 +1,1 @@
+"""The pipeline runner (plan, skip, --force), run manifests, run utilities."""

@@ -1,0 +1,91 @@
+"""Reading and writing run manifests, and the per-run lock."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from pydantic import ValidationError
+
+from indexfoundry.errors import ConfigInvalid, RunLocked
+from indexfoundry.models.base import SCHEMA_VERSION
+from indexfoundry.models.manifests import ArtifactRecord, RunManifest
+from indexfoundry.storage.atomic import atomic_write_json, read_json
+from indexfoundry.storage.hashing import sha256_file
+from indexfoundry.storage.layout import RunLayout
+
+
+def load_manifest(layout: RunLayout) -> RunManifest:
+    """Load ``manifest.json``; a newer schema version is refused with a clear error."""
+    data = read_json(layout.manifest)
+    version = data.get("schema_version", 1) if isinstance(data, dict) else None
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ConfigInvalid(
+            f"run {layout.run_id} was written by a newer IndexFoundry (manifest schema {version})",
+            suggestion="Upgrade IndexFoundry to read this run",
+        )
+    try:
+        return RunManifest.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigInvalid(
+            f"manifest of run {layout.run_id} is invalid: {exc.errors()[0].get('msg')}",
+            suggestion="The run folder was edited or damaged; start a new run",
+        ) from None
+
+
+def save_manifest(layout: RunLayout, manifest: RunManifest) -> None:
+    """Write ``manifest.json`` atomically (the commit point of every phase)."""
+    atomic_write_json(layout.manifest, manifest)
+
+
+def artifact_record(layout: RunLayout, path: Path, records: int | None = None) -> ArtifactRecord:
+    """Hash an artifact for the manifest."""
+    return ArtifactRecord(path=path.relative_to(layout.root).as_posix(), sha256=sha256_file(path), records=records)
+
+
+def artifacts_verify(layout: RunLayout, artifacts: list[ArtifactRecord]) -> bool:
+    """True if every recorded artifact exists with its recorded hash."""
+    for artifact in artifacts:
+        path = layout.root / artifact.path
+        if not path.is_file() or sha256_file(path) != artifact.sha256:
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def run_lock(layout: RunLayout) -> Iterator[None]:
+    """Hold the run's exclusive lock; another process working on the run gets RUN_LOCKED."""
+    layout.root.mkdir(parents=True, exist_ok=True)
+    handle: IO[str] = layout.lock.open("a+")
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLocked(
+                f"run {layout.run_id} is being worked on by another process",
+                suggestion="Wait for it to finish, or start a new run",
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
+def lock_is_held(layout: RunLayout) -> bool:
+    """True if some process holds the run's lock right now."""
+    if not layout.lock.exists():
+        return False
+    with layout.lock.open("a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False

@@ -1,0 +1,321 @@
+"""The pipeline runner: plan the phases, skip what did not change, run the rest.
+
+A phase's fingerprint is ``sha256(phase name, phase version, config slice, input hashes,
+tool versions)``. A phase is skipped when its manifest is complete, its fingerprint is
+unchanged and every artifact it recorded still has its recorded hash.
+
+``--force`` on one phase reruns that phase only. It does not force the phases after it:
+they are re-planned from their own fingerprints, so they rerun exactly when the forced
+phase's outputs changed (and skip when a forced rerun produced identical artifacts).
+``pipeline run --force`` forces every phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import uuid6
+
+from indexfoundry import __version__
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.config import GlobalConfig, PipelineConfig
+from indexfoundry.models.manifests import (
+    ErrorRecord,
+    HashList,
+    PhaseManifest,
+    PhaseName,
+    PhaseResult,
+    PipelineRunOutput,
+    PipelineSummary,
+    RunManifest,
+    Timing,
+    Totals,
+)
+from indexfoundry.phases.base import NullProgress, Phase, PhaseContext
+from indexfoundry.pipeline.clock import monotonic_ms, utc_now
+from indexfoundry.pipeline.manifest import (
+    artifact_record,
+    artifacts_verify,
+    load_manifest,
+    run_lock,
+    save_manifest,
+)
+from indexfoundry.storage.atomic import atomic_write_json, read_json
+from indexfoundry.storage.hashing import sha256_json
+from indexfoundry.storage.layout import PHASES, RunLayout
+
+
+def get_phase(name: str) -> Phase:
+    """The phase implementation for ``name`` (imported lazily: heavy libraries load on use)."""
+    if name == "connect":
+        from indexfoundry.phases.connect import ConnectPhase
+
+        return ConnectPhase()
+    if name == "extract":
+        from indexfoundry.phases.extract import ExtractPhase
+
+        return ExtractPhase()
+    if name == "normalize":
+        from indexfoundry.phases.normalize import NormalizePhase
+
+        return NormalizePhase()
+    if name == "index":
+        from indexfoundry.phases.index import IndexPhase
+
+        return IndexPhase()
+    if name == "serve":
+        from indexfoundry.phases.serve import ServePhase
+
+        return ServePhase()
+    raise IndexFoundryError(f"unknown phase '{name}'", code="CONFIG_INVALID", suggestion=f"One of {PHASES}")
+
+
+def frozen_config(config: PipelineConfig) -> dict[str, Any]:
+    """The config snapshot written to ``config.json`` (no run id: it is not content)."""
+    return config.model_copy(update={"run_id": None, "force": False}).model_dump(mode="json")
+
+
+def new_run_id() -> str:
+    """A new time-ordered run id (UUID v7)."""
+    return str(uuid6.uuid7())
+
+
+def create_run(layout: RunLayout, config: PipelineConfig, base_run_id: str | None = None) -> RunManifest:
+    """Create the run folder, freeze the config and write the first manifest."""
+    layout.create()
+    frozen = frozen_config(config)
+    atomic_write_json(layout.config, frozen)
+    manifest = RunManifest(
+        run_id=layout.run_id,
+        created_at=utc_now(),
+        status="running",
+        config_hash=sha256_json(frozen),
+        indexfoundry_version=__version__,
+        base_run_id=base_run_id,
+    )
+    save_manifest(layout, manifest)
+    return manifest
+
+
+def load_run_config(layout: RunLayout) -> PipelineConfig:
+    """The frozen config of an existing run."""
+    return PipelineConfig.model_validate(read_json(layout.config))
+
+
+@dataclass
+class _PhaseRun:
+    result: PhaseResult
+    manifest: PhaseManifest | None
+
+
+def _fingerprint(phase: Phase, config: PipelineConfig, inputs: list[str]) -> tuple[str, str]:
+    config_slice = phase.config_slice(config)
+    config_hash = sha256_json(config_slice)
+    fingerprint = sha256_json(
+        {
+            "phase": phase.name,
+            "version": phase.version,
+            "config": config_hash,
+            "inputs": inputs,
+            "tools": phase.tool_versions(),
+        }
+    )
+    return config_hash, fingerprint
+
+
+def _run_phase(ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bool) -> _PhaseRun:
+    started = monotonic_ms()
+    started_at = utc_now()
+    ctx.errors = []
+    try:
+        inputs = phase.input_hashes(ctx)
+        config_hash, fingerprint = _fingerprint(phase, ctx.config, inputs)
+        previous = manifest.phases.get(phase.name)
+        if (
+            not force
+            and previous is not None
+            and previous.status == "completed"
+            and previous.fingerprint == fingerprint
+            and artifacts_verify(ctx.layout, previous.artifacts)
+        ):
+            ctx.event("phase_skipped", phase=phase.name, reason="unchanged")
+            return _PhaseRun(
+                PhaseResult(
+                    status="skipped",
+                    duration_ms=monotonic_ms() - started,
+                    artifacts_created=0,
+                    errors=[e.message for e in previous.errors],
+                    reused=previous.outputs.count,
+                ),
+                None,
+            )
+        running = PhaseManifest(
+            started_at=started_at,
+            status="running",
+            phase_version=phase.version,
+            tool_version=__version__,
+            tool_versions=phase.tool_versions(),
+            config_hash=config_hash,
+            fingerprint=fingerprint,
+            inputs=HashList(count=len(inputs), hashes=inputs),
+        )
+        manifest.phases[phase.name] = running
+        manifest.current_phase = phase.name
+        manifest.status = "running"
+        save_manifest(ctx.layout, manifest)
+        ctx.event("phase_started", phase=phase.name, forced=force)
+        outcome = phase.run(ctx)
+    except IndexFoundryError as error:
+        if not ctx.errors or ctx.errors[-1].message != error.message:
+            ctx.errors.append(ErrorRecord.from_error(error, phase=phase.name))
+            from indexfoundry.storage.atomic import append_ndjson
+
+            append_ndjson(
+                ctx.layout.errors_log,
+                {"ts": utc_now(), **ctx.errors[-1].model_dump(mode="json", exclude_none=True)},
+            )
+        duration = monotonic_ms() - started
+        failed = manifest.phases.get(phase.name)
+        if failed is not None and failed.status == "running":
+            failed.status = "failed"
+            failed.completed_at = utc_now()
+            failed.duration_ms = duration
+            failed.errors = list(ctx.errors)
+        ctx.event("phase_failed", phase=phase.name, code=error.code)
+        return _PhaseRun(
+            PhaseResult(
+                status="failed",
+                duration_ms=duration,
+                artifacts_created=0,
+                errors=[e.message for e in ctx.errors],
+            ),
+            failed,
+        )
+    duration = monotonic_ms() - started
+    artifacts = sorted(
+        (
+            artifact_record(ctx.layout, path, outcome.record_counts.get(path.relative_to(ctx.layout.root).as_posix()))
+            for path in outcome.artifacts
+        ),
+        key=lambda a: a.path,
+    )
+    done = running.model_copy(
+        update={
+            "status": "completed",
+            "completed_at": utc_now(),
+            "duration_ms": duration,
+            "outputs": HashList(count=outcome.output_count, hashes=sorted(a.sha256 for a in artifacts)),
+            "artifacts": artifacts,
+            "stats": outcome.stats,
+            "details": outcome.details,
+            "errors": list(ctx.errors),
+        }
+    )
+    ctx.event("phase_completed", phase=phase.name, duration_ms=duration, errors=len(ctx.errors))
+    return _PhaseRun(
+        PhaseResult(
+            status="completed",
+            duration_ms=duration,
+            artifacts_created=len(artifacts),
+            errors=[e.message for e in ctx.errors],
+            reused=outcome.reused,
+            new=outcome.new,
+        ),
+        done,
+    )
+
+
+def _totals(manifest: RunManifest) -> Totals:
+    def count(name: PhaseName) -> int:
+        phase = manifest.phases.get(name)
+        return phase.outputs.count if phase is not None and phase.status == "completed" else 0
+
+    return Totals(
+        sources_fetched=count("connect"),
+        documents_extracted=count("extract"),
+        chunks_created=count("normalize"),
+        vectors_indexed=count("index"),
+        errors_encountered=sum(len(p.errors) for p in manifest.phases.values()),
+    )
+
+
+def execute(
+    layout: RunLayout,
+    config: PipelineConfig,
+    *,
+    global_config: GlobalConfig | None = None,
+    phases: Iterable[str] = PHASES,
+    force_phases: Iterable[str] = (),
+    progress: Any = None,
+    embedder_override: Any = None,
+    base_layout: RunLayout | None = None,
+) -> PipelineRunOutput:
+    """Run ``phases`` of an existing run in order, skipping the unchanged ones.
+
+    Stops at the first failed phase. Holds the run lock for the whole time.
+    """
+    forced = set(force_phases)
+    started = monotonic_ms()
+    results: dict[PhaseName, PhaseResult] = {}
+    with run_lock(layout):
+        manifest = load_manifest(layout)
+        frozen = frozen_config(config)
+        if sha256_json(frozen) != manifest.config_hash:
+            atomic_write_json(layout.config, frozen)
+            manifest.config_hash = sha256_json(frozen)
+        ctx = PhaseContext(
+            layout=layout,
+            config=config,
+            global_config=global_config or GlobalConfig(),
+            progress=progress or NullProgress(),
+            embedder_override=embedder_override,
+            base_layout=base_layout,
+        )
+        failed = False
+        for name in phases:
+            phase = get_phase(name)
+            outcome = _run_phase(ctx, manifest, phase, force=name in forced)
+            results[phase.name] = outcome.result
+            if outcome.manifest is not None:
+                manifest.phases[phase.name] = outcome.manifest
+                manifest.timing.phase_durations[phase.name] = outcome.result.duration_ms
+            manifest.current_phase = None
+            if outcome.result.status == "failed":
+                failed = True
+                break
+            manifest.totals = _totals(manifest)
+            save_manifest(layout, manifest)
+        manifest.totals = _totals(manifest)
+        complete = all(
+            (done := manifest.phases.get(cast(PhaseName, p))) is not None and done.status == "completed" for p in PHASES
+        )
+        if failed:
+            manifest.status = "failed"
+        elif manifest.totals.errors_encountered or not complete:
+            manifest.status = "partial"
+        else:
+            manifest.status = "completed"
+        manifest.completed_at = utc_now()
+        duration = monotonic_ms() - started
+        manifest.timing = Timing(
+            total_duration_ms=sum(manifest.timing.phase_durations.values()),
+            phase_durations=manifest.timing.phase_durations,
+        )
+        save_manifest(layout, manifest)
+    status: Literal["completed", "partial", "failed"] = (
+        "failed" if manifest.status == "failed" else "completed" if manifest.status == "completed" else "partial"
+    )
+    return PipelineRunOutput(
+        run_id=layout.run_id,
+        status=status,
+        manifest_path=str(layout.manifest),
+        phases=results,
+        summary=PipelineSummary(
+            sources_fetched=manifest.totals.sources_fetched,
+            chunks_indexed=manifest.totals.vectors_indexed,
+            duration_ms=duration,
+            errors=manifest.totals.errors_encountered,
+        ),
+    )

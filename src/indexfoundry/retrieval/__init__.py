@@ -1,0 +1,1 @@
+"""One retrieval service (semantic, keyword, hybrid, filters) shared by every surface."""

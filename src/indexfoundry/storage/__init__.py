@@ -1,0 +1,1 @@
+"""On-disk state: the run layout, canonical hashing and atomic file writes."""

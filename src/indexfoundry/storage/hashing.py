@@ -1,0 +1,68 @@
+"""Canonical hashing: the one helper every id and fingerprint goes through.
+
+``sha256`` over canonical JSON (sorted keys, no spaces, UTF-8, no NaN). Never ``repr()``,
+``hash()`` or random ids: the same content gives the same id on every machine and run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise ``value`` to canonical JSON text (sorted keys, compact, UTF-8 kept)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex SHA-256 of raw bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    """Hex SHA-256 of text encoded as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_json(value: Any) -> str:
+    """Hex SHA-256 of the canonical JSON form of ``value``."""
+    return sha256_text(canonical_json(value))
+
+
+def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file, read in blocks so large files use bounded memory."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(chunk_size):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def doc_id_for(uri: str, content_hash: str, record_id: str | None = None) -> str:
+    """Document id: derived from the source content and where it came from.
+
+    The seed derives ``doc_id`` from the source content; the uri (and the record id for a
+    record split from a csv/jsonl file) is hashed in too so that two identical files at
+    different places stay two documents with distinct chunk ids.
+    """
+    key: dict[str, Any] = {"content_hash": content_hash, "uri": uri}
+    if record_id is not None:
+        key["record_id"] = record_id
+    return sha256_json(key)
+
+
+def chunk_id_for(doc_id: str, byte_start: int, byte_end: int) -> str:
+    """Chunk id per the seed: ``SHA256(doc_id || byte_start || byte_end)``."""
+    return sha256_text(f"{doc_id}|{byte_start}|{byte_end}")
+
+
+def short(digest: str, length: int = 12) -> str:
+    """Short form of a hex digest for human output."""
+    return digest[:length]

@@ -1,0 +1,231 @@
+"""The run layout: every file name of a run, defined once.
+
+```
+runs/<run_id>/
+  manifest.json  config.json
+  raw/        <sha256>.<ext>, raw_manifest.jsonl
+  extracted/  <sha256>.txt, <sha256>.pages.jsonl, documents.jsonl, extraction_report.json
+  normalized/ chunks.jsonl, dedupe_report.json, metadata_enrichment.json
+  indexed/    embeddings.jsonl, upsert_stats.json, vector_manifest.json, chroma/
+  served/     openapi.json, retrieval_profile.json
+  logs/       events.ndjson, errors.ndjson
+```
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexfoundry.errors import NotFound, RunNotFound
+
+PHASES: tuple[str, ...] = ("connect", "extract", "normalize", "index", "serve")
+
+# Folder each phase writes to.
+PHASE_DIRS: dict[str, str] = {
+    "connect": "raw",
+    "extract": "extracted",
+    "normalize": "normalized",
+    "index": "indexed",
+    "serve": "served",
+}
+
+_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+ENV_RUNS_DIR = "INDEXFOUNDRY_RUNS_DIR"
+CACHE_DIR_NAME = ".cache"
+
+
+def is_run_id(value: str) -> bool:
+    """True if ``value`` has the shape of a run id (a lowercase UUID)."""
+    return bool(_UUID_RE.match(value))
+
+
+def resolve_runs_dir(runs_dir: str | Path | None = None, configured: str | None = None) -> Path:
+    """The runs folder: explicit argument, then $INDEXFOUNDRY_RUNS_DIR, then config, then ./runs."""
+    if runs_dir is not None:
+        return Path(runs_dir)
+    env = os.environ.get(ENV_RUNS_DIR)
+    if env:
+        return Path(env)
+    if configured:
+        return Path(configured)
+    return Path("runs")
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Paths of one run. Nothing outside this class spells a run file name."""
+
+    root: Path
+
+    @classmethod
+    def for_run(cls, runs_dir: Path, run_id: str) -> RunLayout:
+        """Layout of ``run_id`` under ``runs_dir``; refuses anything that is not a run id."""
+        if not is_run_id(run_id):
+            raise RunNotFound(
+                f"'{run_id}' is not a run id",
+                suggestion="Run ids are UUIDs; list them with 'indexfoundry run list'",
+            )
+        return cls(runs_dir / run_id)
+
+    @classmethod
+    def existing(cls, runs_dir: Path, run_id: str) -> RunLayout:
+        """Layout of a run that must already exist, else ``RUN_NOT_FOUND``."""
+        layout = cls.for_run(runs_dir, run_id)
+        if not layout.manifest.is_file():
+            raise RunNotFound(
+                f"run {run_id} does not exist in {runs_dir}",
+                suggestion="List runs with 'indexfoundry run list' or pass --runs-dir",
+            )
+        return layout
+
+    @property
+    def run_id(self) -> str:
+        return self.root.name
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root.parent
+
+    # top level
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"
+
+    def phase_dir(self, phase: str) -> Path:
+        return self.root / PHASE_DIRS[phase]
+
+    # raw/
+    @property
+    def raw_dir(self) -> Path:
+        return self.root / "raw"
+
+    @property
+    def raw_manifest(self) -> Path:
+        return self.raw_dir / "raw_manifest.jsonl"
+
+    def raw_file(self, sha256: str, ext: str) -> Path:
+        return self.raw_dir / f"{sha256}.{ext}"
+
+    # extracted/
+    @property
+    def extracted_dir(self) -> Path:
+        return self.root / "extracted"
+
+    @property
+    def documents(self) -> Path:
+        return self.extracted_dir / "documents.jsonl"
+
+    @property
+    def extraction_report(self) -> Path:
+        return self.extracted_dir / "extraction_report.json"
+
+    def extracted_text(self, key: str) -> Path:
+        return self.extracted_dir / f"{key}.txt"
+
+    def extracted_pages(self, key: str) -> Path:
+        return self.extracted_dir / f"{key}.pages.jsonl"
+
+    # normalized/
+    @property
+    def normalized_dir(self) -> Path:
+        return self.root / "normalized"
+
+    @property
+    def chunks(self) -> Path:
+        return self.normalized_dir / "chunks.jsonl"
+
+    @property
+    def dedupe_report(self) -> Path:
+        return self.normalized_dir / "dedupe_report.json"
+
+    @property
+    def enrichment_report(self) -> Path:
+        return self.normalized_dir / "metadata_enrichment.json"
+
+    @property
+    def chunk_stats(self) -> Path:
+        return self.normalized_dir / "chunk_stats.json"
+
+    # indexed/
+    @property
+    def indexed_dir(self) -> Path:
+        return self.root / "indexed"
+
+    @property
+    def embeddings(self) -> Path:
+        return self.indexed_dir / "embeddings.jsonl"
+
+    @property
+    def upsert_stats(self) -> Path:
+        return self.indexed_dir / "upsert_stats.json"
+
+    @property
+    def vector_manifest(self) -> Path:
+        return self.indexed_dir / "vector_manifest.json"
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.indexed_dir / "chroma"
+
+    @property
+    def keyword_index_dir(self) -> Path:
+        return self.indexed_dir / "bm25"
+
+    # served/
+    @property
+    def served_dir(self) -> Path:
+        return self.root / "served"
+
+    @property
+    def openapi(self) -> Path:
+        return self.served_dir / "openapi.json"
+
+    @property
+    def retrieval_profile(self) -> Path:
+        return self.served_dir / "retrieval_profile.json"
+
+    # logs/
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def events_log(self) -> Path:
+        return self.logs_dir / "events.ndjson"
+
+    @property
+    def errors_log(self) -> Path:
+        return self.logs_dir / "errors.ndjson"
+
+    def create(self) -> None:
+        """Create the run folder and its phase subfolders."""
+        for sub in ("raw", "extracted", "normalized", "indexed", "served", "logs"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def resolve_inside(self, relative: str) -> Path:
+        """Resolve a path an agent or user passed, refusing anything outside the run folder."""
+        candidate = (self.root / relative).resolve()
+        root = self.root.resolve()
+        if candidate != root and root not in candidate.parents:
+            raise NotFound(
+                f"path '{relative}' is outside run {self.run_id}",
+                suggestion="Pass a path relative to the run folder, without '..'",
+            )
+        return candidate
+
+
+def cache_dir(runs_dir: Path) -> Path:
+    """Folder for caches shared by the runs of one runs folder (embedding cache...)."""
+    return runs_dir / CACHE_DIR_NAME

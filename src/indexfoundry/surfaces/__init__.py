@@ -1,0 +1,1 @@
+"""Adapters only: CLI, HTTP API, MCP server. No business logic lives here."""

@@ -1,0 +1,61 @@
+"""The ``indexfoundry`` command line: thin typer commands over ``indexfoundry.api``.
+
+Errors become one line on stderr (``CODE: message — suggestion``) and an exit code:
+2 for invalid input, 3 for an unknown run, 4 for a locked run, 1 otherwise. With
+``--json`` the seed's ToolError shape is also printed on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from indexfoundry import __version__
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.manifests import ToolError
+from indexfoundry.surfaces.cli import config_cmd, phases_cmd, pipeline_cmd, runs_cmd, search_cmd
+
+app = typer.Typer(
+    name="indexfoundry",
+    help="Turn content sources into a searchable vector index through a deterministic five-phase pipeline.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"indexfoundry {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """IndexFoundry: connect → extract → normalize → index → serve."""
+
+
+app.add_typer(pipeline_cmd.app, name="pipeline")
+app.add_typer(runs_cmd.app, name="run")
+app.add_typer(config_cmd.app, name="config")
+phases_cmd.register(app)
+search_cmd.register(app)
+
+
+def main() -> None:
+    """Console entry point: run the CLI, mapping IndexFoundry errors to one line and an exit code."""
+    try:
+        app()
+    except IndexFoundryError as error:
+        if "--json" in sys.argv[1:]:
+            typer.echo(json.dumps(ToolError.from_error(error).model_dump(mode="json", exclude_none=True)))
+        typer.echo(error.one_line(), err=True)
+        sys.exit(error.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,20 @@
+"""Options shared by several commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+RunsDir = typer.Option(
+    None,
+    "--runs-dir",
+    help="Runs folder (default: $INDEXFOUNDRY_RUNS_DIR, the global config, or ./runs).",
+    show_default=False,
+)
+Json = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+Force = typer.Option(False, "--force", help="Rerun even if inputs did not change.")
+
+
+def runs_dir_arg(value: Path | None) -> Path | None:
+    return value
