@@ -15,7 +15,17 @@ import typer
 from indexfoundry import __version__
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.manifests import ToolError
-from indexfoundry.surfaces.cli import config_cmd, phases_cmd, pipeline_cmd, runs_cmd, search_cmd
+from indexfoundry.surfaces.cli import (
+    config_cmd,
+    connect_cmd,
+    extract_cmd,
+    index_cmd,
+    normalize_cmd,
+    pipeline_cmd,
+    runs_cmd,
+    search_cmd,
+    serve_cmd,
+)
 
 app = typer.Typer(
     name="indexfoundry",
@@ -43,7 +53,11 @@ def _root(
 app.add_typer(pipeline_cmd.app, name="pipeline")
 app.add_typer(runs_cmd.app, name="run")
 app.add_typer(config_cmd.app, name="config")
-phases_cmd.register(app)
+app.add_typer(connect_cmd.app, name="connect")
+app.add_typer(extract_cmd.app, name="extract")
+app.add_typer(normalize_cmd.app, name="normalize")
+app.add_typer(index_cmd.app, name="index")
+app.add_typer(serve_cmd.app, name="serve")
 search_cmd.register(app)
 
 

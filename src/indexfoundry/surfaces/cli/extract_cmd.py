@@ -1,0 +1,7 @@
+"""``indexfoundry extract``: rerun the phase, and its single-purpose tool commands."""
+
+from __future__ import annotations
+
+from indexfoundry.surfaces.cli.phase_group import phase_group
+
+app = phase_group("extract", "Extract phase: raw files to text.")
