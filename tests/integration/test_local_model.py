@@ -1,0 +1,47 @@
+"""The default `local` embedding model: offline, verified, deterministic, and good enough."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexfoundry import api
+from indexfoundry.errors import EmbedError
+from indexfoundry.phases.index import embedders
+from indexfoundry.phases.index.embedders import LOCAL_MODEL_DIMENSIONS, local_embedder
+
+pytestmark = pytest.mark.model
+
+
+def test_a_texts_vector_is_bit_identical_whatever_else_is_in_the_call():
+    model = local_embedder()
+    alone = model.embed(["How do I change the theme?"])
+    mixed = model.embed(["A much longer text " * 30, "How do I change the theme?", "short"])
+    assert alone.shape == (1, LOCAL_MODEL_DIMENSIONS)
+    assert alone[0].tobytes() == mixed[1].tobytes()
+    assert abs(float(np.linalg.norm(alone[0])) - 1.0) < 1e-5
+
+
+def test_model_weights_with_the_wrong_hash_are_refused(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(embedders, "LOCAL_MODEL_SHA256", "0" * 64)
+    monkeypatch.setattr(embedders, "_verified", set())
+    with pytest.raises(EmbedError) as info:
+        embedders.local_model_path()
+    assert info.value.code == "EMBED_ERROR"
+
+
+def test_default_model_finds_the_theme_pages_of_the_mkdocs_docs(corpora: Path, tmp_path: Path):
+    config = {
+        "connect": {"sources": [{"type": "folder", "path": str(corpora / "markdown/mkdocs-1.4.2/docs"), "glob": "**/*.md"}]},
+        "normalize": {"chunk_strategy": "by_heading"},
+    }
+    out = api.pipeline_run(config, runs_dir=tmp_path / "runs")
+    assert out.status == "completed"
+    response = api.search("how do I change the theme", out.run_id, runs_dir=tmp_path / "runs", top_k=3)
+    assert response.results[0].source.uri in {
+        "docs/user-guide/choosing-your-theme.md",
+        "docs/user-guide/customizing-your-theme.md",
+        "docs/user-guide/configuration.md",
+    }

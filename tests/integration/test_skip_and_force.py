@@ -1,0 +1,87 @@
+"""Rerunning skips unchanged phases; --force reruns; changes propagate by content."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from indexfoundry import api
+from indexfoundry.pipeline.manifest import load_manifest
+from indexfoundry.storage.layout import RunLayout
+from tests.conftest import SAMPLE_DOCS, folder_config
+from tests.fakes import RecordingEmbedder
+
+
+def _statuses(out) -> dict[str, str]:
+    return {name: phase.status for name, phase in out.phases.items()}
+
+
+def test_rerun_without_changes_skips_every_phase_and_embeds_nothing(tree, runs_dir: Path):
+    docs = tree(SAMPLE_DOCS)
+    first_embedder = RecordingEmbedder()
+    started = time.monotonic()
+    first = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, embedder=first_embedder)
+    first_time = time.monotonic() - started
+    assert first_embedder.texts
+
+    again = RecordingEmbedder()
+    started = time.monotonic()
+    second = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, run_id=first.run_id, embedder=again)
+    second_time = time.monotonic() - started
+    assert set(_statuses(second).values()) == {"skipped"}
+    assert again.calls == []
+    assert second.status == "completed"
+    # Skipping reads hashes only; far cheaper than the first run even with the fast hash embedder.
+    assert second_time < first_time
+
+
+def test_force_reruns_every_phase_but_reuses_cached_embeddings(tree, runs_dir: Path):
+    docs = tree(SAMPLE_DOCS)
+    first = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, embedder=RecordingEmbedder())
+    again = RecordingEmbedder()
+    out = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, run_id=first.run_id, force=True, embedder=again)
+    assert set(_statuses(out).values()) == {"completed"}
+    assert again.calls == []  # every text is in the (model, text hash) cache
+    assert out.phases["index"].reused > 0 and out.phases["index"].new == 0
+
+
+def test_forcing_one_phase_with_identical_output_leaves_later_phases_skipped(tree, runs_dir: Path):
+    docs = tree(SAMPLE_DOCS)
+    first = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, embedder=RecordingEmbedder())
+    out = api.run_phase("extract", first.run_id, runs_dir=runs_dir, force=True)
+    assert _statuses(out) == {"extract": "completed"}
+    # Downstream phases re-plan from their fingerprints: identical extract output, nothing to redo.
+    later = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, run_id=first.run_id, embedder=RecordingEmbedder())
+    assert _statuses(later) == {p: "skipped" for p in ("connect", "extract", "normalize", "index", "serve")}
+
+
+def test_a_changed_source_file_reruns_the_phases_downstream_of_it(tree, runs_dir: Path):
+    docs = tree(SAMPLE_DOCS)
+    first = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, embedder=RecordingEmbedder())
+    (docs / "guide" / "install.md").write_text("# Installation\n\nUse the installer script from the release page.\n")
+    again = RecordingEmbedder()
+    out = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, run_id=first.run_id, embedder=again)
+    assert _statuses(out) == {p: "completed" for p in ("connect", "extract", "normalize", "index", "serve")}
+    # Only the edited document's new text was embedded.
+    assert len(again.texts) == 1 and "installer script" in again.texts[0]
+
+
+def test_a_config_change_reruns_from_the_phase_it_concerns(tree, runs_dir: Path):
+    docs = tree(SAMPLE_DOCS)
+    first = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, embedder=RecordingEmbedder())
+    config = folder_config(docs, normalize={"chunk_strategy": "recursive"})
+    out = api.pipeline_run(config, runs_dir=runs_dir, run_id=first.run_id, embedder=RecordingEmbedder())
+    assert _statuses(out)["connect"] == "skipped"
+    assert _statuses(out)["extract"] == "skipped"
+    assert _statuses(out)["normalize"] == "completed"
+
+
+def test_a_tampered_artifact_makes_its_phase_run_again(tree, runs_dir: Path):
+    docs = tree(SAMPLE_DOCS)
+    first = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, embedder=RecordingEmbedder())
+    layout = RunLayout(runs_dir / first.run_id)
+    layout.chunks.write_text("")
+    out = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, run_id=first.run_id, embedder=RecordingEmbedder())
+    assert _statuses(out)["normalize"] == "completed"
+    assert _statuses(out)["index"] == "skipped"  # the regenerated chunks are identical
+    assert load_manifest(layout).status == "completed"
