@@ -1,7 +1,10 @@
 """Phase 1, connect: bring every source's bytes into ``raw/`` as content-addressed files.
 
 Writes ``raw/<sha256>.<ext>`` and ``raw/raw_manifest.jsonl`` (sorted). Fetch times go to
-the phase manifest's ``details``, never into the content artifacts.
+the phase manifest's ``details``, never into the content artifacts. Folders and local PDFs are
+copied; URLs, sitemaps and remote PDFs are fetched through the SSRF-safe client in ``net``,
+conditionally against the previous state (``remote``/``url``); URLs that now answer 404/410
+are listed in ``details.removed``.
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from indexfoundry.errors import IndexFoundryError
+from indexfoundry.errors import ConfigInvalid, IndexFoundryError, ParseError
 from indexfoundry.models.config import FolderSource, PdfSource, PipelineConfig, SitemapSource, UrlSource
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version
 from indexfoundry.phases.connect.folder import FolderScan, scan_folder
-from indexfoundry.phases.connect.sniff import extension_for
+from indexfoundry.phases.connect.net import FetchPolicy
+from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, unique_jobs
+from indexfoundry.phases.connect.sniff import extension_for, sniff_content_type
+from indexfoundry.phases.connect.url import UrlJob
 from indexfoundry.pipeline.clock import utc_now
 from indexfoundry.storage.atomic import atomic_write_jsonl, new_temp_file
 from indexfoundry.storage.hashing import sha256_bytes, sha256_file, sha256_json
@@ -60,6 +66,60 @@ def store_raw_file(layout: RunLayout, source: Path, ext: str) -> tuple[str, Path
         raise
 
 
+def copy_folder_files(
+    layout: RunLayout, source: FolderSource, scan: FolderScan, fetched_at: dict[str, str]
+) -> tuple[list[RawRecord], list[tuple[str, IndexFoundryError]]]:
+    """Copy the files of a scanned folder into ``raw/``; unreadable files become errors."""
+    errors: list[tuple[str, IndexFoundryError]] = list(scan.errors)
+    out: list[RawRecord] = []
+    for file in scan.files:
+        ext = extension_for(file.content_type, file.relative_path)
+        try:
+            digest, target = store_raw_file(layout, file.path, ext)
+        except OSError as exc:
+            errors.append((file.uri, ParseError(f"cannot copy {file.uri}: {exc}", suggestion="Check permissions")))
+            continue
+        fetched_at[file.uri] = utc_now()
+        out.append(
+            RawRecord(
+                uri=file.uri,
+                sha256=digest,
+                size_bytes=target.stat().st_size,
+                content_type=file.content_type,
+                ext=ext,
+                path=target.relative_to(layout.root).as_posix(),
+                source_kind="folder",
+                source_name=source.name or Path(source.path).name,
+                relative_path=file.relative_path,
+                extract_options=({"records": source.records.model_dump(mode="json")} if source.records else None),
+            )
+        )
+    return out, errors
+
+
+def copy_local_pdf(layout: RunLayout, path: Path, name: str | None = None) -> RawRecord:
+    """Copy a local PDF into ``raw/`` (its uri is ``name`` or the file name)."""
+    if not path.is_file():
+        raise ConfigInvalid(f"PDF '{path}' does not exist", suggestion="Check the path")
+    with path.open("rb") as handle:
+        head = handle.read(1024)
+    if sniff_content_type(path.name, head) != "application/pdf":
+        raise ParseError(f"{path.name} is not a PDF", suggestion="Use a folder source for other files")
+    digest, target = store_raw_file(layout, path, "pdf")
+    uri = name or path.name
+    return RawRecord(
+        uri=uri,
+        sha256=digest,
+        size_bytes=target.stat().st_size,
+        content_type="application/pdf",
+        ext="pdf",
+        path=target.relative_to(layout.root).as_posix(),
+        source_kind="pdf",
+        source_name=uri,
+        relative_path=path.name,
+    )
+
+
 class ConnectPhase(Phase):
     name = "connect"
     version = "1"
@@ -92,8 +152,8 @@ class ConnectPhase(Phase):
                 hashes.extend(sha256_json({"uri": f.uri, "sha256": f.sha256}) for f in scan.files)
                 hashes.extend(sha256_json({"uri": uri, "error": e.code}) for uri, e in scan.errors)
             else:
-                # Remote sources cannot be known without fetching; a rerun in place keeps
-                # what was fetched. Nightly refreshes use a new run (conditional requests).
+                # Remote sources cannot be known without fetching: a plain rerun in place keeps
+                # what was fetched; --force or a base run refetches conditionally (ETag/304).
                 hashes.append(sha256_json(source.model_dump(mode="json")))
         return sorted(hashes)
 
@@ -101,23 +161,38 @@ class ConnectPhase(Phase):
         records: list[RawRecord] = []
         fetched_at: dict[str, str] = {}
         sources = ctx.config.connect.sources
-        with ctx.progress.task("connect", total=len(sources)) as task:
+        remote = [s for s in sources if not isinstance(s, FolderSource) and not _is_local_pdf(s)]
+        report = FetchReport()
+        discovered = 0
+        with ctx.progress.task("connect", total=len(sources) - len(remote)) as task:
             for index, source in enumerate(sources):
+                if not isinstance(source, FolderSource) and not _is_local_pdf(source):
+                    continue  # fetched below, concurrently
                 try:
                     if isinstance(source, FolderSource):
                         records.extend(self._run_folder(ctx, index, source, fetched_at))
-                    elif isinstance(source, PdfSource) and "://" not in source.source:
+                    elif isinstance(source, PdfSource):
                         records.extend(self._run_local_pdf(ctx, source, fetched_at))
-                    else:
-                        records.extend(self._run_remote(ctx, source, fetched_at))
                 except IndexFoundryError as error:
                     ctx.record_error(error, "connect", uri=_source_label(source))
                 task.advance()
+        if remote:
+            report, discovered = self._run_remote(ctx, remote)
+            for result in report.results:
+                fetched_at[result.uri] = result.fetched_at
+                if result.record is not None:
+                    records.append(result.record)
+            for uri, failure in report.errors:
+                ctx.record_error(failure, "connect", uri=uri)
+            records.extend(report.stale)
         records = _unique_sorted(records)
         layout = ctx.layout
         atomic_write_jsonl(layout.raw_manifest, records)
         _prune_raw(layout, {r.path for r in records})
         artifacts = [*sorted({layout.root / r.path for r in records}), layout.raw_manifest]
+        removed = sorted(r.uri for r in report.results if r.status == "removed")
+        if removed:
+            ctx.event("urls_removed", phase="connect", uris=removed)
         return PhaseOutcome(
             artifacts=artifacts,
             output_count=len(records),
@@ -125,9 +200,15 @@ class ConnectPhase(Phase):
                 "sources": len(sources),
                 "files": len(records),
                 "bytes": sum(r.size_bytes for r in records),
+                "urls_discovered": discovered,
+                "bodies_fetched": report.count("fetched"),
+                "not_modified": report.count("not_modified"),
+                "removed": len(removed),
+                "fetch_errors": len(report.errors),
             },
-            details={"fetched_at": fetched_at},
-            new=len(records),
+            details={"fetched_at": fetched_at, "removed": removed, "stale": sorted(r.uri for r in report.stale)},
+            new=len(records) - report.count("not_modified"),
+            reused=report.count("not_modified"),
             record_counts={"raw/raw_manifest.jsonl": len(records)},
         )
 
@@ -137,69 +218,62 @@ class ConnectPhase(Phase):
         scan = self._scan(index, source)
         if isinstance(scan, IndexFoundryError):
             raise scan
-        for uri, error in scan.errors:
+        records, errors = copy_folder_files(ctx.layout, source, scan, fetched_at)
+        for uri, error in errors:
             ctx.record_error(error, "connect", uri=uri)
-        out: list[RawRecord] = []
-        for file in scan.files:
-            ext = extension_for(file.content_type, file.relative_path)
-            try:
-                digest, target = store_raw_file(ctx.layout, file.path, ext)
-            except OSError as exc:
-                from indexfoundry.errors import ParseError
-
-                ctx.record_error(ParseError(f"cannot copy {file.uri}: {exc}"), "connect", uri=file.uri)
-                continue
-            fetched_at[file.uri] = utc_now()
-            out.append(
-                RawRecord(
-                    uri=file.uri,
-                    sha256=digest,
-                    size_bytes=target.stat().st_size,
-                    content_type=file.content_type,
-                    ext=ext,
-                    path=target.relative_to(ctx.layout.root).as_posix(),
-                    source_kind="folder",
-                    source_name=source.name or Path(source.path).name,
-                    relative_path=file.relative_path,
-                    extract_options=({"records": source.records.model_dump(mode="json")} if source.records else None),
-                )
-            )
-        return out
+        return records
 
     def _run_local_pdf(self, ctx: PhaseContext, source: PdfSource, fetched_at: dict[str, str]) -> list[RawRecord]:
-        from indexfoundry.errors import ConfigInvalid
-
-        path = Path(source.source)
-        if not path.is_file():
-            raise ConfigInvalid(f"PDF '{source.source}' does not exist", suggestion="Check the path")
-        digest, target = store_raw_file(ctx.layout, path, "pdf")
-        uri = source.name or path.name
-        fetched_at[uri] = utc_now()
-        return [
-            RawRecord(
-                uri=uri,
-                sha256=digest,
-                size_bytes=target.stat().st_size,
-                content_type="application/pdf",
-                ext="pdf",
-                path=target.relative_to(ctx.layout.root).as_posix(),
-                source_kind="pdf",
-                source_name=uri,
-                relative_path=path.name,
-            )
-        ]
+        record = copy_local_pdf(ctx.layout, Path(source.source), source.name)
+        fetched_at[record.uri] = utc_now()
+        return [record]
 
     def _run_remote(
-        self,
-        ctx: PhaseContext,
-        source: UrlSource | SitemapSource | PdfSource,
-        fetched_at: dict[str, str],
-    ) -> list[RawRecord]:
-        raise IndexFoundryError(
-            f"{source.type} sources are not supported yet",
-            code="CONFIG_INVALID",
-            suggestion="Use a folder source",
-        )
+        self, ctx: PhaseContext, sources: list[UrlSource | SitemapSource | PdfSource]
+    ) -> tuple[FetchReport, int]:
+        """Discover sitemap pages, then fetch every URL conditionally against the previous state."""
+        connect = ctx.config.connect
+        policy = FetchPolicy.from_config(connect, ctx.global_config)
+        jobs: list[UrlJob] = []
+        discovered = 0
+        with RemoteConnector(
+            ctx.layout, policy, base=ctx.base_layout, respect_robots=connect.respect_robots_txt
+        ) as connector:
+            for source in sources:
+                try:
+                    if isinstance(source, UrlSource):
+                        jobs.append(UrlJob(source.url, "url", source.name or source.url))
+                    elif isinstance(source, PdfSource):
+                        jobs.append(UrlJob(source.source, "pdf", source.name or source.source, expect_pdf=True))
+                    else:
+                        found = connector.discover(
+                            source.url,
+                            max_pages=source.max_pages,
+                            include_patterns=source.include_patterns,
+                            exclude_patterns=source.exclude_patterns,
+                        )
+                        discovered += found.discovered
+                        for uri, error in found.errors:
+                            ctx.record_error(error, "connect", uri=uri)
+                        name = source.name or source.url
+                        jobs.extend(UrlJob(url, "sitemap", name) for url in found.urls)
+                except IndexFoundryError as error:
+                    if error.recoverable and isinstance(source, SitemapSource):
+                        # The sitemap is down for now: keep its pages from the previous state.
+                        name = source.name or source.url
+                        for uri, prev in connector.previous.items():
+                            if prev.source_kind == "sitemap" and prev.source_name == name:
+                                jobs.append(UrlJob(uri, "sitemap", name))
+                    ctx.record_error(error, "connect", uri=_source_label(source))
+            unique = unique_jobs(jobs)
+            with ctx.progress.task("fetch", total=len(unique)) as task:
+                report = connector.fetch_all(unique, on_done=task.advance)
+            report.stale = connector.keep_stale(report.errors)
+        return report, discovered
+
+
+def _is_local_pdf(source: Any) -> bool:
+    return isinstance(source, PdfSource) and "://" not in source.source
 
 
 def _source_label(source: Any) -> str:

@@ -1,7 +1,177 @@
-"""``indexfoundry connect``: rerun the phase, and its single-purpose tool commands."""
+"""``indexfoundry connect``: rerun the phase, and its single-purpose tool commands.
+
+``indexfoundry connect url|sitemap|folder|pdf … --run-id ID`` call the design's
+``indexfoundry_connect_*`` tools on an existing run (the same functions the MCP server exposes).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import BaseModel
+
+from indexfoundry.errors import ConfigInvalid
+from indexfoundry.surfaces.cli.options import Force, Json, RunsDir
+from indexfoundry.surfaces.cli.output import print_json
 from indexfoundry.surfaces.cli.phase_group import phase_group
 
 app = phase_group("connect", "Connect phase: fetch or copy sources into raw/.")
+
+RunId = typer.Option(..., "--run-id", help="Run to write into (it must exist; 'latest' for the newest).")
+
+
+def _call(name: str, arguments: dict[str, Any], runs_dir: Path | None) -> BaseModel:
+    from indexfoundry import api
+    from indexfoundry.tools import call_tool
+
+    root = api.runs_dir_for(runs_dir)
+    arguments["run_id"] = api.resolve_run_id(root, arguments["run_id"])
+    return call_tool(name, {k: v for k, v in arguments.items() if v is not None}, runs_dir=root)
+
+
+def _headers(values: list[str]) -> dict[str, str] | None:
+    headers: dict[str, str] = {}
+    for value in values:
+        key, sep, content = value.partition(":")
+        if not sep or not key.strip():
+            raise ConfigInvalid(
+                f"--header '{value}' is not 'Name: value'", suggestion="e.g. --header 'Accept: text/html'"
+            )
+        headers[key.strip()] = content.strip()
+    return headers or None
+
+
+def _render(output: BaseModel, json_out: bool, lines: list[str]) -> None:
+    if json_out:
+        print_json(output)
+    else:
+        for line in lines:
+            typer.echo(line)
+
+
+@app.command("url")
+def url_cmd(
+    url: str = typer.Argument(..., help="URL to fetch."),
+    run_id: str = RunId,
+    allowed_domain: list[str] = typer.Option([], "--allowed-domain", help="Only fetch from this domain (repeat)."),
+    timeout_ms: int | None = typer.Option(None, "--timeout-ms", help="Request timeout (default: the run's)."),
+    header: list[str] = typer.Option([], "--header", help="Custom header 'Name: value' (repeat)."),
+    force: bool = Force,
+    runs_dir: Path | None = RunsDir,
+    json_out: bool = Json,
+) -> None:
+    """Fetch one URL into the run's raw/ (indexfoundry_connect_url)."""
+    out: Any = _call(
+        "indexfoundry_connect_url",
+        {
+            "run_id": run_id,
+            "url": url,
+            "allowed_domains": allowed_domain or None,
+            "timeout_ms": timeout_ms,
+            "headers": _headers(header),
+            "force": force,
+        },
+        runs_dir,
+    )
+    state = "already in the run" if out.skipped else "not modified" if out.not_modified else "fetched"
+    _render(
+        out,
+        json_out,
+        [f"{state}: {url} -> {out.artifact.path} ({out.artifact.content_type}, {out.artifact.size_bytes} B)"],
+    )
+
+
+@app.command("sitemap")
+def sitemap_cmd(
+    sitemap_url: str = typer.Argument(..., help="Sitemap URL, or a site root to use its robots.txt Sitemap: lines."),
+    run_id: str = RunId,
+    max_pages: int = typer.Option(100, "--max-pages", help="Maximum pages to fetch."),
+    include: list[str] = typer.Option([], "--include", help="Regex of URLs to include (repeat)."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Regex of URLs to exclude (repeat)."),
+    concurrency: int = typer.Option(3, "--concurrency", help="Parallel fetches (1-10)."),
+    force: bool = Force,
+    runs_dir: Path | None = RunsDir,
+    json_out: bool = Json,
+) -> None:
+    """Crawl a sitemap into the run's raw/ (indexfoundry_connect_sitemap)."""
+    out: Any = _call(
+        "indexfoundry_connect_sitemap",
+        {
+            "run_id": run_id,
+            "sitemap_url": sitemap_url,
+            "max_pages": max_pages,
+            "include_patterns": include or None,
+            "exclude_patterns": exclude or None,
+            "concurrency": concurrency,
+            "force": force,
+        },
+        runs_dir,
+    )
+    lines = [
+        f"discovered {out.urls_discovered}, fetched {out.urls_fetched} ({out.urls_not_modified} not modified), "
+        f"skipped {out.urls_skipped}, failed {out.urls_failed}, removed {len(out.urls_removed)}",
+        *(f"  {e.error} [{e.url}]" for e in out.errors),
+    ]
+    _render(out, json_out, lines)
+    if not out.success:
+        raise typer.Exit(1)
+
+
+@app.command("folder")
+def folder_cmd(
+    path: Path = typer.Argument(..., help="Folder to copy files from."),
+    run_id: str = RunId,
+    glob: str = typer.Option("**/*", "--glob", help="Glob of files to include."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Glob of files to leave out (repeat)."),
+    max_file_size_mb: float = typer.Option(50, "--max-file-size-mb", help="Skip files larger than this."),
+    force: bool = Force,
+    runs_dir: Path | None = RunsDir,
+    json_out: bool = Json,
+) -> None:
+    """Copy a local folder's files into the run's raw/ (indexfoundry_connect_folder)."""
+    out: Any = _call(
+        "indexfoundry_connect_folder",
+        {
+            "run_id": run_id,
+            "path": str(path.resolve()),
+            "glob": glob,
+            "exclude_patterns": exclude or None,
+            "max_file_size_mb": max_file_size_mb,
+            "force": force,
+        },
+        runs_dir,
+    )
+    lines = [
+        f"found {out.files_found}, copied {out.files_copied}, skipped {out.files_skipped}, failed {out.files_failed}",
+        *(f"  {e.error} [{e.uri}]" for e in out.errors),
+    ]
+    _render(out, json_out, lines)
+    if not out.success:
+        raise typer.Exit(1)
+
+
+@app.command("pdf")
+def pdf_cmd(
+    source: str = typer.Argument(..., help="URL or local path of the PDF."),
+    run_id: str = RunId,
+    force: bool = Force,
+    runs_dir: Path | None = RunsDir,
+    json_out: bool = Json,
+) -> None:
+    """Fetch or copy one PDF into the run and show its facts (indexfoundry_connect_pdf)."""
+    if "://" not in source:
+        source = str(Path(source).resolve())
+    out: Any = _call("indexfoundry_connect_pdf", {"run_id": run_id, "source": source, "force": force}, runs_dir)
+    art = out.artifact
+    meta = ", ".join(f"{k}={v}" for k, v in art.metadata.model_dump(exclude_none=True).items())
+    _render(
+        out,
+        json_out,
+        [
+            f"{'already in the run' if out.skipped else 'stored'}: {art.path}",
+            f"  {art.page_count} pages, PDF {art.pdf_version}, text layer: {'yes' if art.has_ocr_layer else 'no'}"
+            + (f", {meta}" if meta else ""),
+        ],
+    )

@@ -1,0 +1,154 @@
+"""Remote sources of one run: sitemap discovery, then bounded-concurrency fetching into ``raw/``.
+
+Used by the connect phase and by the single-purpose tools alike. Results and errors come back
+sorted by URI, so logs and artifacts do not depend on which fetch finished first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.records import RawRecord
+from indexfoundry.phases.connect.net import Fetcher, FetchPolicy
+from indexfoundry.phases.connect.robots import RobotsCache
+from indexfoundry.phases.connect.sitemap import SitemapDiscovery, discover
+from indexfoundry.phases.connect.url import UrlJob, UrlResult, fetch_url, reusable_artifact
+from indexfoundry.storage.atomic import iter_jsonl
+from indexfoundry.storage.layout import RunLayout
+
+REMOTE_KINDS = frozenset({"url", "sitemap", "pdf"})
+
+
+def load_raw_manifest(layout: RunLayout) -> list[RawRecord]:
+    """The records of ``raw/raw_manifest.jsonl`` (none when the file does not exist)."""
+    if not layout.raw_manifest.is_file():
+        return []
+    return [RawRecord.model_validate(row) for row in iter_jsonl(layout.raw_manifest)]
+
+
+def previous_remote_state(layout: RunLayout, base: RunLayout | None) -> dict[str, RawRecord]:
+    """ETag/Last-Modified state to revalidate against: the base run's, else this run's own."""
+    records = load_raw_manifest(base if base is not None else layout)
+    return {r.uri: r for r in records if r.source_kind in REMOTE_KINDS and "://" in r.uri}
+
+
+@dataclass
+class FetchReport:
+    """Outcome of fetching a batch of URLs."""
+
+    results: list[UrlResult] = field(default_factory=list)
+    errors: list[tuple[str, IndexFoundryError]] = field(default_factory=list)
+    # Previous records kept because their URL failed in a way that may pass later.
+    stale: list[RawRecord] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+
+def unique_jobs(jobs: Iterable[UrlJob]) -> list[UrlJob]:
+    """One job per URI (the same page listed by two sources is fetched once), sorted by URI.
+
+    The label kept for a duplicate is the smallest one, so reordering sources changes nothing.
+    """
+    chosen: dict[str, UrlJob] = {}
+    for job in jobs:
+        current = chosen.get(job.uri)
+        key = (job.source_name, job.source_kind, job.expect_pdf)
+        if current is None or key < (current.source_name, current.source_kind, current.expect_pdf):
+            chosen[job.uri] = job
+    return [chosen[uri] for uri in sorted(chosen)]
+
+
+class RemoteConnector:
+    """One guarded fetcher, robots cache and previous state for a run's remote sources."""
+
+    def __init__(
+        self,
+        layout: RunLayout,
+        policy: FetchPolicy,
+        *,
+        base: RunLayout | None = None,
+        previous: dict[str, RawRecord] | None = None,
+        respect_robots: bool = True,
+        conditional: bool = True,
+    ) -> None:
+        self.layout = layout
+        self.policy = policy
+        self.base = base
+        self.previous = previous if previous is not None else previous_remote_state(layout, base)
+        self.respect_robots = respect_robots
+        self.conditional = conditional
+        self.fetcher = Fetcher(policy)
+        self.robots = RobotsCache(self.fetcher)
+
+    def close(self) -> None:
+        self.fetcher.close()
+
+    def __enter__(self) -> RemoteConnector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def discover(
+        self,
+        url: str,
+        *,
+        max_pages: int | None,
+        include_patterns: list[str],
+        exclude_patterns: list[str],
+    ) -> SitemapDiscovery:
+        """Page URLs of a sitemap (see :func:`sitemap.discover`)."""
+        return discover(
+            self.fetcher,
+            url,
+            robots=self.robots,
+            respect_robots=self.respect_robots,
+            include_patterns=include_patterns,
+            exclude_patterns=exclude_patterns,
+            max_pages=max_pages,
+            user_agent=self.policy.user_agent,
+        )
+
+    def fetch_one(self, job: UrlJob) -> UrlResult:
+        """Fetch one URL (conditionally when it was fetched before); raises on failure."""
+        return fetch_url(
+            self.fetcher, self.layout, job, self.previous.get(job.uri), self.base, conditional=self.conditional
+        )
+
+    def keep_stale(self, errors: list[tuple[str, IndexFoundryError]]) -> list[RawRecord]:
+        """Previous records of URLs that failed recoverably (timeout, 5xx, unreachable).
+
+        A nightly rerun during a server hiccup keeps what it had (the error is still reported,
+        the run ends ``partial``) instead of pruning those documents from the index.
+        """
+        kept = []
+        for uri, error in errors:
+            previous = self.previous.get(uri)
+            if error.recoverable and previous is not None and reusable_artifact(self.layout, self.base, previous):
+                kept.append(previous)
+        return sorted(kept, key=lambda r: r.uri)
+
+    def fetch_all(self, jobs: Iterable[UrlJob], on_done: Callable[[], None] | None = None) -> FetchReport:
+        """Fetch ``jobs`` with at most ``policy.concurrency`` requests in flight."""
+        unique = unique_jobs(jobs)
+        report = FetchReport()
+        if not unique:
+            return report
+        self.layout.raw_dir.mkdir(parents=True, exist_ok=True)
+        with ThreadPoolExecutor(max_workers=self.policy.concurrency, thread_name_prefix="connect") as pool:
+            futures = {pool.submit(self.fetch_one, job): job for job in unique}
+            for future in as_completed(futures):
+                job = futures[future]
+                try:
+                    report.results.append(future.result())
+                except IndexFoundryError as error:
+                    report.errors.append((job.uri, error))
+                if on_done is not None:
+                    on_done()
+        report.results.sort(key=lambda r: r.uri)
+        report.errors.sort(key=lambda e: e[0])
+        return report
