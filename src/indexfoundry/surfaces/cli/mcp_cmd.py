@@ -1,0 +1,107 @@
+"""``indexfoundry mcp``: serve IndexFoundry to AI agents over MCP (stdio or Streamable HTTP)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from indexfoundry import api
+from indexfoundry.errors import ConfigInvalid
+from indexfoundry.storage.layout import ENV_RUNS_DIR
+from indexfoundry.surfaces.cli.options import RunsDir
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("mcp")
+    def mcp(
+        runs_dir: Path | None = RunsDir,
+        docs: Path | None = typer.Option(
+            None,
+            "--docs",
+            help="Docs mode: index this folder (first start), keep it fresh while serving, search it.",
+            show_default=False,
+        ),
+        run_id: str | None = typer.Option(
+            None, "--run-id", help="Run the retrieval tools read by default (default: the newest completed run)."
+        ),
+        embedding_model: str = typer.Option(
+            "local",
+            "--embedding-model",
+            envvar="INDEXFOUNDRY_EMBEDDING_MODEL",
+            help="Docs mode: embedding model ('local' offline MiniLM, 'hash' for tests).",
+        ),
+        roots: list[Path] = typer.Option(
+            [],
+            "--root",
+            help="Folder agents may ingest from (repeatable; default: the docs folder, else the working directory).",
+        ),
+        http: bool = typer.Option(False, "--http", help="Serve Streamable HTTP instead of stdio."),
+        host: str = typer.Option("127.0.0.1", "--host", help="HTTP bind address."),
+        port: int = typer.Option(8765, "--port", min=1, max=65535, help="HTTP port."),
+        token_env: str | None = typer.Option(
+            None, "--token-env", help="HTTP: require 'Authorization: Bearer <token>' with the token from this env var."
+        ),
+        allow_origins: list[str] = typer.Option(
+            [],
+            "--allow-origin",
+            help="HTTP: extra Origin allowed (besides loopback), e.g. https://app.example (repeatable).",
+        ),
+        allow_hosts: list[str] = typer.Option(
+            [], "--allow-host", help="HTTP: extra Host header allowed, e.g. docs.internal:8765 (repeatable)."
+        ),
+        watch: bool = typer.Option(True, "--watch/--no-watch", help="Docs mode: watch the folder for changes."),
+    ) -> None:
+        """Serve every pipeline tool plus search_docs/get_page/get_section/list_pages to MCP clients."""
+        from indexfoundry.surfaces.mcp.docs_mode import default_docs_runs_dir
+        from indexfoundry.surfaces.mcp.server import ServerOptions
+        from indexfoundry.surfaces.mcp.transports import serve_http, serve_stdio
+
+        folder: Path | None = None
+        if docs is not None:
+            folder = docs.expanduser().resolve()
+            if not folder.is_dir():
+                raise ConfigInvalid(f"--docs {docs} is not a folder", suggestion="Pass the folder of your docs")
+            if runs_dir is None and not os.environ.get(ENV_RUNS_DIR):
+                runs_dir = default_docs_runs_dir()
+        root = api.runs_dir_for(runs_dir).expanduser().resolve()
+        token: str | None = None
+        if token_env is not None:
+            token = os.environ.get(token_env) or None
+            if token is None:
+                raise ConfigInvalid(
+                    f"--token-env {token_env}: the environment variable is not set or empty",
+                    suggestion=f"export {token_env}=<a long random token>",
+                )
+            if not http:
+                raise ConfigInvalid("--token-env only applies to --http", suggestion="Add --http, or drop --token-env")
+        options = ServerOptions(
+            runs_dir=root,
+            run_id=run_id,
+            docs=folder,
+            embedding_model=embedding_model,
+            roots=[r.expanduser().resolve() for r in roots],
+            watch=watch,
+        )
+        if folder is not None:
+            from indexfoundry.surfaces.mcp.progress import StderrProgress
+
+            options.progress = StderrProgress()
+        if http:
+            if host not in ("127.0.0.1", "localhost", "::1") and token is None:
+                typer.echo(
+                    f"indexfoundry: warning: serving on {host} without --token-env: "
+                    "anyone who can reach it can call tools",
+                    err=True,
+                )
+            serve_http(
+                options,
+                host=host,
+                port=port,
+                token=token,
+                allowed_origins=allow_origins,
+                allowed_hosts=allow_hosts,
+            )
+        else:
+            serve_stdio(options)

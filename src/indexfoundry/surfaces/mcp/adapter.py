@@ -1,0 +1,241 @@
+"""Turn IndexFoundry tools into MCP tools on the official SDK's ``MCPServer``.
+
+One adapter for every tool the server exposes (the design's pipeline tools from the registry
+and the retrieval tools): the input schema is the tool's strict pydantic model
+(``additionalProperties: false``), the output schema is its output model, and annotations
+come from the registry. A call goes through, in order:
+
+1. ``guard_arguments``: run ids must be UUIDs, paths must stay in the run folder or the roots;
+2. validation against the strict input model (unknown keys → ``CONFIG_INVALID``);
+3. the tool function in a worker thread (with an MCP progress reporter for long tools);
+4. the result as structured content plus text; an ``IndexFoundryError`` as the seed's
+   ``ToolError`` (``isError``, ``error.code``, ``message``, ``recoverable``, ``suggestion``).
+
+This is the MCP surface's catch-all boundary: anything else becomes ``INTERNAL_ERROR`` with
+the traceback on stderr, never on the wire.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ValidationError
+
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.config import validation_error
+from indexfoundry.models.manifests import ToolError
+from indexfoundry.surfaces.mcp.progress import McpProgress
+from indexfoundry.surfaces.mcp.security import Roots, guard_arguments
+from indexfoundry.tools import ToolSpec
+
+log = logging.getLogger("indexfoundry.mcp")
+
+
+@dataclass(frozen=True)
+class TextAnswer:
+    """A tool answer whose text part is written for the model and whose structured part is data.
+
+    Used where repeating content in both parts would waste the agent's context (search_docs,
+    get_page, get_section): the text carries the content, the structured part the metadata.
+    """
+
+    structured: BaseModel
+    texts: list[str]
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """One tool as the MCP server exposes it."""
+
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    call: Callable[..., BaseModel | TextAnswer]
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+    long_running: bool = False
+    output_model: type[BaseModel] | None = None
+    guard_paths: bool = True
+    title: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+def output_model_of(func: Callable[..., Any]) -> type[BaseModel] | None:
+    """The pydantic model a tool function is annotated to return, if it can be resolved."""
+    try:
+        hints = typing.get_type_hints(func)
+    except (NameError, TypeError, AttributeError):
+        return None
+    ret = hints.get("return")
+    return ret if isinstance(ret, type) and issubclass(ret, BaseModel) else None
+
+
+def from_spec(spec: ToolSpec, context: dict[str, Any]) -> Exposed:
+    """The registry's ``ToolSpec`` as an exposed tool."""
+    ann = spec.annotations
+    return Exposed(
+        name=spec.name,
+        description=spec.description,
+        input_model=spec.input_model,
+        call=spec.func,
+        read_only=ann.read_only,
+        destructive=ann.destructive,
+        idempotent=ann.idempotent,
+        open_world=ann.open_world,
+        long_running=spec.long_running,
+        output_model=output_model_of(spec.func),
+        context=context,
+    )
+
+
+def error_result(error: IndexFoundryError) -> CallToolResult:
+    """The seed's ToolError as an MCP tool result (``structuredContent`` holds the whole shape)."""
+    body = ToolError.from_error(error)
+    return CallToolResult(
+        content=[TextContent(type="text", text=error.one_line())],
+        structured_content=body.model_dump(mode="json", exclude_none=True),
+        is_error=True,
+    )
+
+
+def success_result(answer: BaseModel | TextAnswer) -> CallToolResult:
+    if isinstance(answer, TextAnswer):
+        return CallToolResult(
+            content=[TextContent(type="text", text=t) for t in answer.texts],
+            structured_content=answer.structured.model_dump(mode="json", exclude_none=True),
+        )
+    data = answer.model_dump(mode="json", exclude_none=True)
+    # The spec asks tools with structured output to also serialise it as text for older clients.
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+        structured_content=data,
+    )
+
+
+def _accepted_kwargs(func: Callable[..., Any], offered: dict[str, Any]) -> dict[str, Any]:
+    """The context kwargs ``func`` accepts (all of them if it takes ``**context``)."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(offered)
+    return {k: v for k, v in offered.items() if k in params}
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema: dict[str, Any] = model.model_json_schema()
+    schema.setdefault("type", "object")
+    return schema
+
+
+def output_schema_for(model: type[BaseModel]) -> dict[str, Any]:
+    """The tool's output schema: its output model, or the seed's ToolError for a failed call.
+
+    Some clients (the MCP Inspector) validate ``structuredContent`` against ``outputSchema``
+    even when ``isError`` is true, so the schema admits both shapes.
+    """
+    out = model.model_json_schema()
+    err = ToolError.model_json_schema()
+    defs: dict[str, Any] = {**out.pop("$defs", {}), **err.pop("$defs", {})}
+    out_name = model.__name__ if model.__name__ != "ToolError" else "Output"
+    defs[out_name] = out
+    defs["ToolError"] = err
+    return {
+        "type": "object",
+        "anyOf": [{"$ref": f"#/$defs/{out_name}"}, {"$ref": "#/$defs/ToolError"}],
+        "$defs": defs,
+    }
+
+
+class _RawArguments(FuncMetadata):
+    """Hands the raw arguments to the handler, which validates them against the strict model.
+
+    (The SDK's own validation would report a bad argument as free text; ours reports the
+    seed's ToolError with ``CONFIG_INVALID`` and the offending key path.)
+    """
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        return {"arguments": dict(arguments_to_validate)}
+
+
+class Runner:
+    """Runs exposed tools: guards, validates, calls in a thread, maps errors."""
+
+    def __init__(self, roots: Roots, runs_dir: Path) -> None:
+        self.roots = roots
+        self.runs_dir = runs_dir
+
+    def prepare(self, tool: Exposed, arguments: dict[str, Any]) -> BaseModel:
+        """Guard and validate raw arguments (raises IndexFoundryError)."""
+        if tool.guard_paths:
+            arguments = guard_arguments(arguments, self.roots, self.runs_dir)
+        try:
+            return tool.input_model.model_validate(arguments)
+        except ValidationError as exc:
+            error = validation_error(exc, f"{tool.name} arguments")
+            error.suggestion = (
+                f"Fix the arguments to match {tool.name}'s inputSchema (tools/list); unknown keys are refused"
+            )
+            raise error from None
+
+    async def run(self, tool: Exposed, arguments: dict[str, Any], ctx: Context[Any, Any]) -> CallToolResult:
+        try:
+            payload = self.prepare(tool, arguments)
+            offered = dict(tool.context)
+            if tool.long_running:
+                offered["progress"] = McpProgress.for_current_loop(ctx.report_progress)
+            kwargs = _accepted_kwargs(tool.call, offered)
+            answer = await anyio.to_thread.run_sync(functools.partial(tool.call, payload, **kwargs))
+            return success_result(answer)
+        except IndexFoundryError as error:
+            return error_result(error)
+        except Exception:  # the MCP surface's boundary: never a traceback on the wire
+            log.exception("tool %s failed unexpectedly", tool.name)
+            return error_result(
+                IndexFoundryError(
+                    f"{tool.name} failed unexpectedly (details in the server log on stderr)",
+                    code="INTERNAL_ERROR",
+                    suggestion="Retry; if it fails again, report it with the server log",
+                )
+            )
+
+    def sdk_tool(self, tool: Exposed) -> Tool:
+        """The SDK ``Tool`` for an exposed tool."""
+
+        async def handler(arguments: dict[str, Any], ctx: Context[Any, Any]) -> CallToolResult:
+            return await self.run(tool, arguments, ctx)
+
+        output_schema = output_schema_for(tool.output_model) if tool.output_model is not None else None
+        return Tool(
+            fn=handler,
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            parameters=_schema(tool.input_model),
+            fn_metadata=_RawArguments(arg_model=ArgModelBase, output_schema=output_schema),
+            is_async=True,
+            context_kwarg="ctx",
+            annotations=ToolAnnotations(
+                title=tool.title,
+                read_only_hint=tool.read_only,
+                destructive_hint=tool.destructive,
+                idempotent_hint=tool.idempotent,
+                open_world_hint=tool.open_world,
+            ),
+        )

@@ -1,0 +1,190 @@
+"""The IndexFoundry MCP server: every registered pipeline tool, the retrieval tools, pages as resources.
+
+``create_server(options)`` builds an ``MCPServer`` (official SDK, v2). Pipeline tools are read
+from the tool registry when the server is created, so every tool the phases register is
+exposed with its strict input schema, output schema and annotations.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp_types import Resource as MCPResource
+
+from indexfoundry import __version__
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
+from indexfoundry.surfaces.mcp.docs_mode import DocsIndex
+from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunCache, RunSource
+from indexfoundry.surfaces.mcp.security import Roots, check_run_id, tokens_equal
+from indexfoundry.tools import load_tools
+
+log = logging.getLogger("indexfoundry.mcp")
+
+PAGE_URI_PREFIX = "indexfoundry://pages/"
+PAGE_URI_TEMPLATE = PAGE_URI_PREFIX + "{+path}"
+MAX_LISTED_PAGES = 1000
+
+INSTRUCTIONS = (
+    "IndexFoundry builds and searches vector indexes of documents. To answer from the indexed "
+    "documentation: search_docs, then get_page or get_section for more context (list_pages lists "
+    "the pages). The indexfoundry_* tools run the deterministic pipeline: connect → extract → "
+    "normalize → index → serve (indexfoundry_pipeline_run runs all of them). Errors carry a code "
+    "(error.code) and a suggestion."
+)
+
+
+@dataclass
+class ServerOptions:
+    """How to build the server."""
+
+    runs_dir: Path
+    run_id: str | None = None
+    docs: Path | None = None
+    embedding_model: str = "local"
+    roots: list[Path] = field(default_factory=list)
+    # In-process hook (tests, library use): an embedder instance for indexing and search.
+    embedder: Any = None
+    watch: bool = True
+    progress: Any = None
+
+
+class IndexFoundryMCP(MCPServer[Any]):
+    """``MCPServer`` whose resource list names the current run's pages (it changes with the run)."""
+
+    retrieval: RetrievalTools
+
+    async def list_resources(self) -> list[MCPResource]:
+        listed = await super().list_resources()
+        try:
+            pages = await anyio.to_thread.run_sync(self.retrieval.page_list, MAX_LISTED_PAGES)
+        except IndexFoundryError as error:
+            log.info("no pages to list: %s", error.one_line())
+            return listed
+        for path, title, fmt in pages:
+            listed.append(
+                MCPResource(
+                    uri=PAGE_URI_PREFIX + path,
+                    name=path,
+                    title=title,
+                    description=f"Page '{path}' as extracted ({fmt})",
+                    mime_type="text/markdown" if fmt == "markdown" else "text/plain",
+                )
+            )
+        return listed
+
+
+def _roots(options: ServerOptions) -> Roots:
+    if options.roots:
+        return Roots(options.roots)
+    if options.docs is not None:
+        return Roots([options.docs])
+    return Roots([Path.cwd()])
+
+
+def create_server(
+    options: ServerOptions, *, bearer_token: str | None = None, public_url: str = "http://127.0.0.1"
+) -> tuple[IndexFoundryMCP, RunSource]:
+    """Build the MCP server and the run source its retrieval tools read from.
+
+    With ``bearer_token`` the Streamable HTTP transport requires ``Authorization: Bearer
+    <token>`` (the SDK's bearer middleware, with a constant-time static token check).
+    """
+    runs_dir = options.runs_dir
+    if options.run_id is not None:
+        check_run_id(options.run_id)
+    cache = RunCache(runs_dir, options.embedder)
+    source: RunSource
+    docs: DocsIndex | None = None
+    if options.docs is not None:
+        docs = DocsIndex(
+            options.docs,
+            runs_dir,
+            embedding_model=options.embedding_model,
+            embedder=options.embedder,
+            progress=options.progress,
+        )
+        source = docs
+    else:
+        source = FixedRuns(runs_dir, options.run_id)
+    retrieval = RetrievalTools(source, cache)
+    runner = Runner(_roots(options), runs_dir)
+
+    context: dict[str, Any] = {"runs_dir": runs_dir}
+    if options.embedder is not None:
+        context["embedder"] = options.embedder
+    exposed: list[Exposed] = [from_spec(spec, context) for spec in load_tools().values()]
+    exposed.extend(retrieval.exposed())
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        # Entered once per process (stdio, or the HTTP session manager), after stdio has
+        # claimed stdout. The first build runs in the background so the client's initialize
+        # is answered at once; the first query waits for it (the index lock).
+        if docs is not None:
+            threading.Thread(target=_initial_build, args=(docs,), name="indexfoundry-docs-build", daemon=True).start()
+            if options.watch:
+                docs.start_watching()
+        try:
+            yield {}
+        finally:
+            if docs is not None:
+                await anyio.to_thread.run_sync(docs.stop)
+
+    server = IndexFoundryMCP(
+        name="indexfoundry",
+        title="IndexFoundry",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        tools=[runner.sdk_tool(tool) for tool in exposed],
+        lifespan=lifespan,
+        token_verifier=StaticTokenVerifier(bearer_token) if bearer_token else None,
+        auth=AuthSettings(issuer_url=public_url, resource_server_url=None) if bearer_token else None,
+    )
+    server.retrieval = retrieval
+
+    @server.resource(
+        PAGE_URI_TEMPLATE,
+        name="page",
+        title="Indexed page",
+        description="A page (document) of the server's run, as extracted",
+        mime_type="text/markdown",
+    )
+    def read_page(path: str) -> str:
+        try:
+            return retrieval.page_text(path)
+        except IndexFoundryError as error:
+            raise ResourceError(error.one_line()) from None
+
+    return server, source
+
+
+class StaticTokenVerifier:
+    """Accepts exactly one bearer token (from an environment variable), compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if tokens_equal(token, self._token):
+            return AccessToken(token="static", client_id="indexfoundry-token", scopes=[])
+        return None
+
+
+def _initial_build(docs: DocsIndex) -> None:
+    try:
+        run_id = docs.ensure_fresh()
+        log.info("serving docs run %s", run_id)
+    except IndexFoundryError as error:
+        log.error("indexing %s failed: %s", docs.folder, error.one_line())

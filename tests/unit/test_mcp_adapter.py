@@ -1,0 +1,137 @@
+"""The adapter that exposes registry tools over MCP: strict schemas, guards, progress, ToolError shape.
+
+Driven in-process through the official SDK client (``mcp.client.Client`` with the server object).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client import Client
+from pydantic import Field
+
+from indexfoundry import tools as registry
+from indexfoundry.errors import ParseError
+from indexfoundry.models.base import Strict
+from indexfoundry.storage.layout import RunLayout
+from indexfoundry.surfaces.mcp import ServerOptions, create_server
+from indexfoundry.tools import ToolAnnotations, ToolSpec
+
+RUN = "01900000-0000-7000-8000-000000000002"
+
+
+class FakeInput(Strict):
+    run_id: str = Field(description="Run")
+    chunks_path: str = Field(default="normalized/chunks.jsonl", description="Chunks")
+    path: str | None = Field(default=None, description="A folder on the host")
+    fail: str | None = Field(default=None, description="'parse' or 'crash'")
+
+
+class FakeOutput(Strict):
+    run_id: str = Field(description="Run")
+    path: str | None = Field(default=None, description="Resolved folder")
+    steps: int = Field(description="Steps done")
+
+
+def fake_tool(payload: FakeInput, *, progress: Any = None, runs_dir: Path | None = None, **_: Any) -> FakeOutput:
+    """A long fake tool for the adapter tests."""
+    if payload.fail == "parse":
+        raise ParseError("cannot parse the thing", suggestion="Fix the thing")
+    if payload.fail == "crash":
+        raise RuntimeError("secret internal detail")
+    steps = 0
+    assert progress is not None and runs_dir is not None
+    with progress.task("work", total=3) as task:
+        for _ in range(3):
+            task.advance(1)
+            steps += 1
+    return FakeOutput(run_id=payload.run_id, path=payload.path, steps=steps)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, runs_dir: Path, tmp_path: Path):
+    spec = ToolSpec(
+        name="indexfoundry_test_fake",
+        description="A long fake tool for the adapter tests.",
+        input_model=FakeInput,
+        func=fake_tool,
+        annotations=ToolAnnotations(read_only=False, destructive=True, idempotent=False, open_world=False),
+        long_running=True,
+    )
+    monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
+    layout = RunLayout.for_run(runs_dir, RUN)
+    layout.create()
+    (layout.normalized_dir / "chunks.jsonl").write_text("{}\n", encoding="utf-8")
+    (tmp_path / "root" / "docs").mkdir(parents=True)
+    built, _ = create_server(ServerOptions(runs_dir=runs_dir, roots=[tmp_path / "root"]))
+    return built
+
+
+def _call(server, arguments: dict[str, Any], progress: list | None = None):
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        if progress is not None:
+            progress.append((value, message))
+
+    async def main():
+        async with Client(server) as client:
+            tool = next(t for t in (await client.list_tools()).tools if t.name == "indexfoundry_test_fake")
+            result = await client.session.call_tool("indexfoundry_test_fake", arguments, progress_callback=on_progress)
+            return tool, result
+
+    return anyio.run(main)
+
+
+def test_a_registered_tool_is_exposed_with_its_schemas_and_truthful_annotations(server):
+    tool, result = _call(server, {"run_id": RUN})
+    assert tool.input_schema["additionalProperties"] is False
+    assert set(tool.input_schema["properties"]) == {"run_id", "chunks_path", "path", "fail"}
+    assert tool.output_schema is not None
+    assert set(tool.output_schema["$defs"]["FakeOutput"]["properties"]) == {"run_id", "path", "steps"}
+    assert {"$ref": "#/$defs/ToolError"} in tool.output_schema["anyOf"]
+    assert (tool.annotations.read_only_hint, tool.annotations.destructive_hint) == (False, True)
+    assert (tool.annotations.idempotent_hint, tool.annotations.open_world_hint) == (False, False)
+    assert not result.is_error
+    assert result.structured_content == {"run_id": RUN, "steps": 3}
+
+
+def test_a_long_tool_reports_increasing_progress_notifications(server):
+    progress: list = []
+    _call(server, {"run_id": RUN}, progress)
+    values = [value for value, _ in progress]
+    assert len(values) >= 3
+    assert values == sorted(values) and len(set(values)) == len(values)
+    assert any(message == "work: 3/3" for _, message in progress)
+
+
+def test_host_paths_are_resolved_inside_the_roots_before_the_tool_runs(server, tmp_path: Path):
+    _, ok = _call(server, {"run_id": RUN, "path": "docs"})
+    assert ok.structured_content["path"] == str((tmp_path / "root" / "docs").resolve())
+    _, escaped = _call(server, {"run_id": RUN, "path": str(tmp_path)})
+    assert escaped.structured_content["error"]["code"] == "NOT_FOUND"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code"),
+    [
+        ({"run_id": "not-a-uuid"}, "RUN_NOT_FOUND"),
+        ({"run_id": RUN, "chunks_path": "../../../../etc/passwd"}, "NOT_FOUND"),
+        ({"run_id": RUN, "chunks_path": "/etc/passwd"}, "NOT_FOUND"),
+        ({"run_id": RUN, "unknown": 1}, "CONFIG_INVALID"),
+        ({}, "CONFIG_INVALID"),
+        ({"run_id": RUN, "fail": "parse"}, "PARSE_ERROR"),
+        ({"run_id": RUN, "fail": "crash"}, "INTERNAL_ERROR"),
+    ],
+)
+def test_failures_come_back_in_the_seed_tool_error_shape(server, arguments: dict[str, Any], code: str):
+    _, result = _call(server, arguments)
+    assert result.is_error
+    body = result.structured_content
+    assert body["isError"] is True
+    assert body["error"]["code"] == code
+    assert isinstance(body["error"]["recoverable"], bool)
+    assert body["error"]["suggestion"]
+    assert body["content"][0]["text"].startswith(code)
+    assert "secret internal detail" not in str(body) and "Traceback" not in str(body)
