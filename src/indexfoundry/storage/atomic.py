@@ -43,26 +43,37 @@ def new_temp_file(directory: Path, name: str) -> tuple[int, Path]:
     return fd, Path(tmp_name)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + rename)."""
+def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (temp file + fsync + rename).
+
+    ``fsync=False`` is for writing thousands of small files (one per record): the rename is
+    still atomic, and the caller calls ``sync_filesystem()`` once before its manifest.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = new_temp_file(path.parent, path.name)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if fsync:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    _fsync_dir(path.parent)
+    if fsync:
+        _fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     """Write UTF-8 text atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+def sync_filesystem() -> None:
+    """Flush every write made with ``fsync=False`` to disk (one sync instead of one per file)."""
+    os.sync()
 
 
 def dump_json(value: Any) -> str:

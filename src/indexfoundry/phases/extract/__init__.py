@@ -7,11 +7,13 @@ paged formats, ``documents.jsonl`` (one ``ExtractedDocument`` per document, sort
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from indexfoundry.errors import EmptyContent, IndexFoundryError
+from indexfoundry.errors import EmptyContent
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.records import DocFormat, ExtractedDocument, Heading, PageExtraction, RawRecord
 from indexfoundry.phases.base import (
@@ -21,7 +23,14 @@ from indexfoundry.phases.base import (
     package_version,
     upstream_artifact_hashes,
 )
-from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, atomic_write_text, iter_jsonl
+from indexfoundry.pipeline.reuse import reuse_extracted
+from indexfoundry.storage.atomic import (
+    atomic_write_json,
+    atomic_write_jsonl,
+    atomic_write_text,
+    iter_jsonl,
+    sync_filesystem,
+)
 from indexfoundry.storage.hashing import doc_id_for, sha256_text
 from indexfoundry.storage.layout import RunLayout
 
@@ -38,17 +47,48 @@ class ExtractedText:
     pages: list[PageExtraction] | None = None
     record_id: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Extractor figures for extraction_report.json (pages processed/empty/OCR, mode used...).
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        """No text at all (an EMPTY_CONTENT document)."""
+        return not self.text.strip()
+
+
+FormatHint = Literal["auto", "markdown", "docx", "txt", "csv", "json", "html", "pdf"]
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """Per-call options beyond the pipeline config: tool arguments and secrets read by the caller.
+
+    Secrets are read from the environment by the caller (the phase or a tool), never by the
+    extractor, so a worker process sees exactly what the parent saw.
+    """
+
+    page_range: tuple[int, int] | None = None  # PDF pages, 1-based inclusive
+    format_hint: FormatHint = "auto"
+    pdf_password: str | None = None
+
+    @classmethod
+    def from_config(cls, config: PipelineConfig) -> ExtractOptions:
+        """Options of a pipeline run: the PDF password from ``extract.pdf_password_env``."""
+        env = config.extract.pdf_password_env
+        return cls(pdf_password=os.environ.get(env) if env else None)
 
 
 class Unsupported(Exception):
     """The file's type has no extractor; it is skipped with a warning, not an error."""
 
 
-def extract_bytes(data: bytes, raw: RawRecord, config: PipelineConfig) -> list[ExtractedText]:
+def extract_bytes(
+    data: bytes, raw: RawRecord, config: PipelineConfig, options: ExtractOptions | None = None
+) -> list[ExtractedText]:
     """Extract one raw file (pure function: safe to run in a worker process)."""
     from indexfoundry.phases.extract.dispatch import extract_by_type
 
-    return extract_by_type(data, raw, config)
+    return extract_by_type(data, raw, config, options or ExtractOptions())
 
 
 def _text_key(raw: RawRecord, item: ExtractedText) -> str:
@@ -59,69 +99,102 @@ def _text_key(raw: RawRecord, item: ExtractedText) -> str:
 
 class ExtractPhase(Phase):
     name = "extract"
-    version = "1"
+    version = "2"
 
     def config_slice(self, config: PipelineConfig) -> Any:
-        return config.extract.model_dump(mode="json")
+        # The number of workers changes how fast, never what is extracted.
+        return config.extract.model_dump(mode="json", exclude={"workers"})
 
     def tool_versions(self) -> dict[str, str]:
+        from indexfoundry.phases.extract.ocr import tesseract_version
+
         return {
             **super().tool_versions(),
             "mistune": package_version("mistune"),
             "pdfminer.six": package_version("pdfminer.six"),
+            "pypdfium2": package_version("pypdfium2"),
+            "tesseract": tesseract_version() or "not-installed",
             "beautifulsoup4": package_version("beautifulsoup4"),
+            "lxml": package_version("lxml"),
+            "markdownify": package_version("markdownify"),
             "python-docx": package_version("python-docx"),
+            "charset-normalizer": package_version("charset-normalizer"),
         }
 
     def input_hashes(self, ctx: PhaseContext) -> list[str]:
         return upstream_artifact_hashes(ctx, "connect")
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
+        from indexfoundry.phases.extract.workers import ExtractJob, ExtractResult, default_workers, run_jobs
+
         layout = ctx.layout
+        cfg = ctx.config.extract
         raws = [RawRecord.model_validate(row) for row in iter_jsonl(layout.raw_manifest)]
+        options = ExtractOptions.from_config(ctx.config)
         documents: list[ExtractedDocument] = []
         written: set[Path] = set()
         warnings: list[str] = []
         skipped: list[dict[str, str]] = []
-        failed = 0
+        failures: list[dict[str, str]] = []
+        jobs: list[ExtractJob] = []
         with ctx.progress.task("extract", total=len(raws)) as task:
-            for raw in raws:
-                try:
-                    data = (layout.root / raw.path).read_bytes()
-                    items = extract_bytes(data, raw, ctx.config)
-                except Unsupported as exc:
-                    skipped.append({"uri": raw.uri, "reason": str(exc)})
+            for index, raw in enumerate(raws):
+                # Incremental run: unchanged raw files take their extraction from the base run.
+                if ctx.base_layout is not None and reuse_extracted(ctx, raw, documents, written, warnings):
                     task.advance()
                     continue
-                except IndexFoundryError as error:
-                    failed += 1
-                    ctx.record_error(error, "extract", uri=raw.uri)
-                    task.advance()
-                    continue
-                for item in items:
-                    warnings.extend(f"{raw.uri}: {w}" for w in item.warnings)
-                    if not item.text.strip():
-                        failed += 1
-                        ctx.record_error(
-                            EmptyContent(
-                                f"no text could be extracted from {raw.uri}",
-                                suggestion="Check the file; for scanned PDFs use pdf_mode: ocr",
-                            ),
-                            "extract",
-                            uri=raw.uri,
-                        )
-                        continue
-                    documents.append(self._write(layout, raw, item, written))
+                # Everything else is extracted by extract_bytes(data, raw, config) in a worker.
+                jobs.append(ExtractJob(index, str(layout.root / raw.path), raw, ctx.config, options))
+            workers = default_workers() if cfg.workers is None else cfg.workers
+            extracted: dict[int, list[ExtractedDocument]] = {}
+            # Per job, per item: (warnings, empty, record id) -- what is left once the files are written.
+            notes: dict[int, list[tuple[list[str], bool, str | None]]] = {}
+
+            def store(job: ExtractJob, result: ExtractResult) -> None:
+                # Written as each job finishes, so only pending documents are held in memory;
+                # the files are content-addressed and documents.jsonl is sorted, so the order
+                # the workers finish in changes nothing.
+                extracted[job.key] = [
+                    self._write(layout, job.raw, item, written) for item in result.items if item.text.strip()
+                ]
+                notes[job.key] = [(item.warnings, item.empty, item.record_id) for item in result.items]
+                result.items = []
                 task.advance()
+
+            results = run_jobs(jobs, workers, cfg.timeout_s, cfg.memory_mb, on_done=store)
+        for job in jobs:  # raw-manifest order, whatever order the workers finished in
+            raw, result = job.raw, results[job.key]
+            if result.unsupported is not None:
+                skipped.append({"uri": raw.uri, "reason": result.unsupported})
+                continue
+            if result.error is not None:
+                failures.append({"uri": raw.uri, "code": result.error.code, "message": result.error.message})
+                ctx.record_error(result.error, "extract", uri=raw.uri)
+                continue
+            for item_warnings, empty, record_id in notes.get(job.key, []):
+                warnings.extend(f"{raw.uri}: {w}" for w in item_warnings)
+                if empty:
+                    error = EmptyContent(
+                        f"no text could be extracted from {raw.uri}" + (f" (record {record_id})" if record_id else ""),
+                        suggestion="Check the file; for scanned PDFs use pdf_mode: ocr",
+                    )
+                    failures.append({"uri": raw.uri, "code": error.code, "message": error.message})
+                    ctx.record_error(error, "extract", uri=raw.uri)
+            documents.extend(extracted.get(job.key, []))
         documents.sort(key=lambda d: (d.uri, d.record_id or "", d.doc_id))
+        sync_filesystem()
         atomic_write_jsonl(layout.documents, documents)
+        pdf_stats = _pdf_stats(layout, documents, cfg.pdf_mode)
         report = {
             "extractor_versions": self.tool_versions(),
-            "pdf_mode": ctx.config.extract.pdf_mode,
+            "pdf_mode": cfg.pdf_mode,
             "documents_extracted": len(documents),
-            "files_failed": failed,
+            "documents_by_format": dict(sorted(Counter(d.format for d in documents).items())),
+            "files_failed": len(failures),
+            "failures": sorted(failures, key=lambda f: (f["uri"], f["message"])),
             "files_skipped": sorted(skipped, key=lambda s: s["uri"]),
             "chars_extracted": sum(d.char_count for d in documents),
+            "pdf": pdf_stats,
             "warnings": sorted(warnings),
         }
         atomic_write_json(layout.extraction_report, report)
@@ -131,9 +204,11 @@ class ExtractPhase(Phase):
             output_count=len(documents),
             stats={
                 "documents": len(documents),
-                "files_failed": failed,
+                "files_failed": len(failures),
                 "files_skipped": len(skipped),
                 "chars_extracted": report["chars_extracted"],
+                "pdf_pages": pdf_stats["pages_processed"],
+                "workers": workers if jobs else 0,
             },
             new=len(documents),
             record_counts={"extracted/documents.jsonl": len(documents)},
@@ -145,7 +220,8 @@ class ExtractPhase(Phase):
         key = _text_key(raw, item)
         text_path = layout.extracted_text(key)
         if text_path not in written:
-            atomic_write_text(text_path, item.text)
+            # One sync for all the texts (sync_filesystem in run): thousands of records, one file each.
+            atomic_write_text(text_path, item.text, fsync=False)
             written.add(text_path)
         pages_rel = None
         if item.pages is not None:
@@ -171,6 +247,30 @@ class ExtractPhase(Phase):
             record_id=item.record_id,
             metadata=item.metadata,
         )
+
+
+def _pdf_stats(layout: RunLayout, documents: list[ExtractedDocument], mode: str) -> dict[str, Any]:
+    """Page figures of the PDFs, read back from their pages files (reused documents included)."""
+    stats = {
+        "documents": 0,
+        "pages_processed": 0,
+        "pages_empty": 0,
+        "pages_ocr": 0,
+        "pages_ocr_fallback": 0,
+        "chars_extracted": 0,
+    }
+    for doc in documents:
+        if doc.format != "pdf" or doc.pages_path is None:
+            continue
+        stats["documents"] += 1
+        stats["chars_extracted"] += doc.char_count
+        for row in iter_jsonl(layout.root / doc.pages_path):
+            page = PageExtraction.model_validate(row)
+            stats["pages_processed"] += 1
+            stats["pages_empty"] += int(page.is_empty)
+            stats["pages_ocr"] += int(page.ocr_used)
+            stats["pages_ocr_fallback"] += int(page.ocr_used and mode != "ocr")
+    return {"mode_used": mode, **stats}
 
 
 def _prune(layout: RunLayout, keep: set[Path]) -> None:

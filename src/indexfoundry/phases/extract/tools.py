@@ -1,0 +1,501 @@
+"""The design's extract tools: ``indexfoundry_extract_pdf``, ``_extract_html`` and ``_extract_document``.
+
+Each extracts one raw file of an existing run with the tool's options (on top of the run's
+frozen extract config), in a worker process under the run's time and memory limits, and
+writes the same artifacts the extract phase writes: ``extracted/<sha256>.txt`` (and
+``.pages.jsonl`` for PDFs, one text file per record for split files). The file's entries in
+``extracted/documents.jsonl`` are replaced and the manifest's ``extract`` entry lists the new
+artifacts, so ``indexfoundry_normalize_chunk`` and the index phase pick them up. A repeated
+call with the same file and options is skipped (``skipped: true``) unless ``force``.
+A file that cannot be extracted is a ToolError with its code (PARSE_ERROR, OCR_FAILED,
+EMPTY_CONTENT).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from indexfoundry import __version__
+from indexfoundry.errors import ConfigInvalid, NotFound
+from indexfoundry.models.base import Strict
+from indexfoundry.models.config import PipelineConfig
+from indexfoundry.models.manifests import HashList, PhaseManifest
+from indexfoundry.models.records import ExtractedDocument, RawRecord
+from indexfoundry.phases.extract import ExtractedText, ExtractOptions, ExtractPhase, FormatHint
+from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json, sync_filesystem
+from indexfoundry.storage.hashing import sha256_file, sha256_json
+from indexfoundry.storage.layout import RunLayout
+from indexfoundry.tools import tool
+
+_UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
+# ------------------------------------------------------------------ inputs (the seed's schemas)
+class PageRange(Strict):
+    """Pages to extract, 1-indexed and inclusive."""
+
+    start: int = Field(ge=1, description="First page (1-indexed)")
+    end: int = Field(ge=1, description="Last page (inclusive)")
+
+
+class ExtractPdfInput(Strict):
+    """Input of ``indexfoundry_extract_pdf``."""
+
+    run_id: str = Field(pattern=_UUID, description="Run to work in")
+    pdf_path: str = Field(description="Path relative to the run's raw/ dir (e.g. '<sha256>.pdf')")
+    mode: Literal["layout", "plain", "ocr"] = Field(
+        default="layout",
+        description="Extraction mode: layout preserves columns, plain is linear, ocr for scanned docs",
+    )
+    page_range: PageRange | None = Field(default=None, description="Pages to extract (1-indexed, inclusive)")
+    ocr_language: str = Field(default="eng", description="Tesseract language code for OCR mode (e.g. 'eng+fra')")
+    force: bool = Field(default=False, description="Extract again even if this extraction exists")
+
+
+class ExtractHtmlInput(Strict):
+    """Input of ``indexfoundry_extract_html``."""
+
+    run_id: str = Field(pattern=_UUID, description="Run to work in")
+    html_path: str = Field(description="Path relative to the run's raw/ dir (e.g. '<sha256>.html')")
+    preserve_headings: bool = Field(default=True, description="Keep heading structure as markdown")
+    preserve_links: bool = Field(default=False, description="Keep [text](url) format for links")
+    preserve_tables: bool = Field(default=True, description="Convert tables to markdown format")
+    remove_selectors: list[str] | None = Field(
+        default=None, description="CSS selectors to remove (nav, footer, etc.), on top of the built-in ones"
+    )
+    force: bool = Field(default=False, description="Extract again even if this extraction exists")
+
+
+class ExtractDocumentInput(Strict):
+    """Input of ``indexfoundry_extract_document``."""
+
+    run_id: str = Field(pattern=_UUID, description="Run to work in")
+    doc_path: str = Field(description="Path relative to the run's raw/ dir")
+    format_hint: Literal["auto", "markdown", "docx", "txt", "csv", "json"] = Field(
+        default="auto", description="Override format detection"
+    )
+    csv_preview_rows: int = Field(default=100, ge=1, le=1000, description="For CSV: rows to include in text preview")
+    force: bool = Field(default=False, description="Extract again even if this extraction exists")
+
+
+# ------------------------------------------------------------------ outputs
+class PdfArtifacts(Strict):
+    pages_jsonl: str = Field(description="Path to the page-by-page extraction")
+    full_text: str | None = Field(default=None, description="Path to the concatenated text")
+
+
+class PdfStats(Strict):
+    pages_processed: int = Field(description="Pages extracted")
+    pages_empty: int = Field(description="Pages without text")
+    pages_ocr_fallback: int = Field(description="Pages without a text layer that were OCR'd")
+    chars_extracted: int = Field(description="Characters in the full text")
+
+
+class PdfReport(Strict):
+    extractor_version: str = Field(description="e.g. 'pdfminer.six@20260107' (+ tesseract when OCR ran)")
+    mode_used: str = Field(description="layout, plain or ocr")
+    warnings: list[str] = Field(description="Damaged streams, OCR fallbacks not possible...")
+
+
+class ExtractPdfOutput(Strict):
+    """Output of ``indexfoundry_extract_pdf``."""
+
+    success: bool = Field(description="Text was extracted")
+    artifacts: PdfArtifacts
+    stats: PdfStats
+    extraction_report: PdfReport
+    skipped: bool = Field(default=False, description="True if already extracted with these options and !force")
+
+
+class TextArtifacts(Strict):
+    text: list[str] = Field(description="Extracted text files (one per record for split files), relative to the run")
+
+
+class TextStats(Strict):
+    documents: int = Field(description="Documents produced (records, for split csv/jsonl files)")
+    chars_extracted: int = Field(description="Characters extracted")
+    headings: int = Field(description="Markdown headings found")
+
+
+class TextReport(Strict):
+    extractor_version: str = Field(description="Library that did the extraction, with its version")
+    format: str = Field(description="Format the file was extracted as")
+    warnings: list[str] = Field(description="Problems met that did not stop the extraction")
+
+
+class ExtractHtmlOutput(Strict):
+    """Output of ``indexfoundry_extract_html``."""
+
+    success: bool = Field(description="Text was extracted")
+    artifacts: TextArtifacts
+    stats: TextStats
+    title: str | None = Field(default=None, description="The page's <title>")
+    description: str | None = Field(default=None, description="The page's meta description")
+    extraction_report: TextReport
+    skipped: bool = Field(default=False, description="True if already extracted with these options and !force")
+
+
+class ExtractDocumentOutput(Strict):
+    """Output of ``indexfoundry_extract_document``."""
+
+    success: bool = Field(description="Text was extracted")
+    artifacts: TextArtifacts
+    stats: TextStats
+    title: str | None = Field(default=None, description="Document title, when one was found")
+    extraction_report: TextReport
+    skipped: bool = Field(default=False, description="True if already extracted with these options and !force")
+
+
+# ------------------------------------------------------------------ helpers
+_EXTRACTORS = {
+    "pdf": "pdfminer.six",
+    "html": "beautifulsoup4",
+    "docx": "python-docx",
+    "markdown": "mistune",
+    "csv": "indexfoundry",
+    "json": "indexfoundry",
+    "txt": "charset-normalizer",
+}
+
+
+def _layout(run_id: str, runs_dir: str | Path | None) -> RunLayout:
+    from indexfoundry.api import runs_dir_for
+
+    return RunLayout.existing(runs_dir_for(runs_dir), run_id)
+
+
+def _raw_record(layout: RunLayout, relative: str) -> tuple[RawRecord, Path]:
+    """The raw file named by a path relative to raw/ (or to the run), and its manifest record."""
+    from indexfoundry.phases.connect.sniff import sniff_content_type
+    from indexfoundry.storage.hashing import sha256_bytes
+
+    rel = relative[4:] if relative.startswith("raw/") else relative
+    path = layout.resolve_inside(f"raw/{rel}")
+    if layout.raw_dir.resolve() not in path.parents or not path.is_file():
+        raise NotFound(
+            f"'{relative}' is not a file in run {layout.run_id}'s raw/ folder",
+            suggestion="Pass a path like '<sha256>.pdf' listed in raw/raw_manifest.jsonl",
+        )
+    key = path.relative_to(layout.root.resolve()).as_posix()
+    if layout.raw_manifest.is_file():
+        for row in iter_jsonl(layout.raw_manifest):
+            record = RawRecord.model_validate(row)
+            if record.path == key:
+                return record, path
+    data = path.read_bytes()
+    ext = path.suffix.lstrip(".")
+    return (
+        RawRecord(
+            uri=key,
+            sha256=sha256_bytes(data),
+            size_bytes=len(data),
+            content_type=sniff_content_type(path.name, data[:4096]),
+            ext=ext or "bin",
+            path=key,
+            source_kind="folder",
+            source_name="raw",
+            relative_path=path.name,
+        ),
+        path,
+    )
+
+
+def _run_config(layout: RunLayout, **extract: Any) -> PipelineConfig:
+    from indexfoundry.pipeline.runner import load_run_config
+
+    config = load_run_config(layout)
+    return config.model_copy(update={"extract": config.extract.model_copy(update=extract)})
+
+
+def _extract(
+    layout: RunLayout, raw: RawRecord, path: Path, config: PipelineConfig, options: ExtractOptions
+) -> list[ExtractedText]:
+    """Extract one file in a worker (same limits as the phase); failures raise their error."""
+    from indexfoundry.phases.extract.workers import ExtractJob, run_jobs
+
+    cfg = config.extract
+    job = ExtractJob(0, str(path), raw, config, options)
+    result = run_jobs([job], 0 if cfg.workers == 0 else 1, cfg.timeout_s, cfg.memory_mb)[0]
+    if result.error is not None:
+        raise result.error
+    if result.unsupported is not None:
+        raise ConfigInvalid(
+            f"{raw.uri}: {result.unsupported}",
+            suggestion="Use the tool for the file's format, or pass format_hint",
+        )
+    return result.items
+
+
+def _tool_key(tool_name: str, raw: RawRecord, config: PipelineConfig, options: ExtractOptions) -> str:
+    return sha256_json(
+        {
+            "tool": tool_name,
+            "raw": raw.sha256,
+            "uri": raw.uri,
+            "extract": config.extract.model_dump(mode="json", exclude={"workers"}),
+            "page_range": list(options.page_range) if options.page_range else None,
+            "format_hint": options.format_hint,
+            "versions": ExtractPhase().tool_versions(),
+        }
+    )
+
+
+def _previous_run(layout: RunLayout, raw: RawRecord, key: str) -> dict[str, Any] | None:
+    """The stored result of an identical earlier call whose files are unchanged, if any."""
+    if not layout.extraction_report.is_file():
+        return None
+    report = read_json(layout.extraction_report)
+    entry = (report.get("tool_runs") or {}).get(raw.uri) if isinstance(report, dict) else None
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        return None
+    for rel, digest in (entry.get("files") or {}).items():
+        file = layout.root / rel
+        if not file.is_file() or sha256_file(file) != digest:
+            return None
+    return entry
+
+
+def _store(layout: RunLayout, raw: RawRecord, items: list[ExtractedText]) -> tuple[list[ExtractedDocument], set[Path]]:
+    """Write the documents' files and replace the raw file's entries in documents.jsonl."""
+    layout.extracted_dir.mkdir(parents=True, exist_ok=True)
+    written: set[Path] = set()
+    phase = ExtractPhase()
+    new_docs = [phase._write(layout, raw, item, written) for item in items if item.text.strip()]
+    old = (
+        [ExtractedDocument.model_validate(r) for r in iter_jsonl(layout.documents)]
+        if layout.documents.is_file()
+        else []
+    )
+    documents = [d for d in old if d.uri != raw.uri] + new_docs
+    documents.sort(key=lambda d: (d.uri, d.record_id or "", d.doc_id))
+    sync_filesystem()
+    atomic_write_jsonl(layout.documents, documents)
+    return new_docs, written
+
+
+def _finish(
+    layout: RunLayout, tool_name: str, key: str, raw: RawRecord, written: set[Path], result: dict[str, Any]
+) -> None:
+    """Keep the call's result in extraction_report.json (for skipping) and record the manifest."""
+    report: dict[str, Any] = {}
+    if layout.extraction_report.is_file():
+        loaded = read_json(layout.extraction_report)
+        report = loaded if isinstance(loaded, dict) else {}
+    files = {p.relative_to(layout.root).as_posix(): sha256_file(p) for p in sorted(written)}
+    runs = dict(report.get("tool_runs") or {})
+    runs[raw.uri] = {"tool": tool_name, "key": key, "files": files, "result": result}
+    report["tool_runs"] = dict(sorted(runs.items()))
+    report.setdefault("extractor_versions", ExtractPhase().tool_versions())
+    atomic_write_json(layout.extraction_report, report)
+    doc_count = sum(1 for _ in iter_jsonl(layout.documents))
+    _record(layout, tool_name, key, [*sorted(written), layout.documents, layout.extraction_report], doc_count)
+
+
+def _record(layout: RunLayout, tool_name: str, key: str, written: list[Path], doc_count: int) -> None:
+    """Record the artifacts a tool wrote in the manifest's ``extract`` entry (caller holds the lock)."""
+    from indexfoundry.pipeline.clock import utc_now
+    from indexfoundry.pipeline.manifest import artifact_record, load_manifest, save_manifest
+
+    manifest = load_manifest(layout)
+    previous = manifest.phases.get("extract")
+    records = {a.path: a for a in (previous.artifacts if previous is not None else [])}
+    for path in written:
+        record = artifact_record(layout, path, doc_count if path == layout.documents else None)
+        records[record.path] = record
+    records = {p: a for p, a in records.items() if (layout.root / p).is_file()}
+    artifacts = sorted(records.values(), key=lambda a: a.path)
+    fingerprint = sha256_json({"tool": tool_name, "key": key, "artifacts": [a.sha256 for a in artifacts]})
+    now = utc_now()
+    outputs = HashList(count=doc_count, hashes=sorted(a.sha256 for a in artifacts))
+    phase = ExtractPhase()
+    if previous is None or previous.status != "completed":
+        connect = manifest.phases.get("connect")
+        inputs = sorted(a.sha256 for a in connect.artifacts) if connect is not None else []
+        entry = PhaseManifest(
+            started_at=now,
+            completed_at=now,
+            duration_ms=0,
+            status="completed",
+            phase_version=phase.version,
+            tool_version=__version__,
+            tool_versions=phase.tool_versions(),
+            config_hash=key,
+            fingerprint=fingerprint,
+            inputs=HashList(count=len(inputs), hashes=inputs),
+            outputs=outputs,
+            artifacts=artifacts,
+            details={"written_by": tool_name},
+        )
+    else:
+        entry = previous.model_copy(
+            update={
+                "fingerprint": fingerprint,
+                "completed_at": now,
+                "outputs": outputs,
+                "artifacts": artifacts,
+                "details": {**previous.details, "written_by": tool_name},
+            }
+        )
+    manifest.phases["extract"] = entry
+    manifest.totals.documents_extracted = doc_count
+    save_manifest(layout, manifest)
+
+
+def _text_result(docs: list[ExtractedDocument], items: list[ExtractedText], fmt: str) -> dict[str, Any]:
+    from indexfoundry.phases.base import package_version
+
+    library = _EXTRACTORS.get(fmt, "indexfoundry")
+    version = __version__ if library == "indexfoundry" else package_version(library)
+    return {
+        "artifacts": {"text": [d.text_path for d in docs]},
+        "stats": {
+            "documents": len(docs),
+            "chars_extracted": sum(d.char_count for d in docs),
+            "headings": sum(len(d.headings) for d in docs),
+        },
+        "title": docs[0].title if len(docs) == 1 else None,
+        "description": docs[0].metadata.get("description") if len(docs) == 1 else None,
+        "extraction_report": {
+            "extractor_version": f"{library}@{version}",
+            "format": fmt,
+            "warnings": sorted({w for item in items for w in item.warnings}),
+        },
+    }
+
+
+def _text_tool(
+    tool_name: str,
+    run_id: str,
+    runs_dir: str | Path | None,
+    relative: str,
+    force: bool,
+    extract: dict[str, Any],
+    format_hint: FormatHint,
+) -> tuple[dict[str, Any], bool]:
+    from indexfoundry.pipeline.manifest import run_lock
+
+    layout = _layout(run_id, runs_dir)
+    with run_lock(layout):
+        raw, path = _raw_record(layout, relative)
+        config = _run_config(layout, **extract)
+        options = ExtractOptions(format_hint=format_hint)
+        key = _tool_key(tool_name, raw, config, options)
+        previous = None if force else _previous_run(layout, raw, key)
+        if previous is not None:
+            return previous["result"], True
+        items = _extract(layout, raw, path, config, options)
+        if not any(item.text.strip() for item in items):
+            from indexfoundry.errors import EmptyContent
+
+            raise EmptyContent(f"no text could be extracted from {raw.uri}", suggestion="Check the file")
+        docs, written = _store(layout, raw, items)
+        result = _text_result(docs, items, items[0].format)
+        _finish(layout, tool_name, key, raw, written, result)
+    return result, False
+
+
+# ------------------------------------------------------------------ tools
+@tool(
+    "indexfoundry_extract_pdf", ExtractPdfInput, read_only=False, destructive=False, idempotent=True, open_world=False
+)
+def extract_pdf(payload: ExtractPdfInput, runs_dir: str | Path | None = None, **_: Any) -> ExtractPdfOutput:
+    """Converts PDF pages to text using a pinned extractor (pdfminer.six): layout keeps the column
+    reading order, plain is linear, ocr renders every page and reads it with tesseract; pages without
+    a text layer are OCR'd automatically. Writes extracted/<sha256>.pages.jsonl and <sha256>.txt."""
+    from indexfoundry.phases.base import package_version
+    from indexfoundry.phases.extract.ocr import tesseract_version
+    from indexfoundry.pipeline.manifest import run_lock
+
+    layout = _layout(payload.run_id, runs_dir)
+    with run_lock(layout):
+        raw, path = _raw_record(layout, payload.pdf_path)
+        config = _run_config(layout, pdf_mode=payload.mode, ocr_language=payload.ocr_language)
+        env = config.extract.pdf_password_env
+        page_range = None
+        if payload.page_range is not None:
+            if payload.page_range.start > payload.page_range.end:
+                raise ConfigInvalid("page_range.start is after page_range.end", suggestion="Give start <= end")
+            page_range = (payload.page_range.start, payload.page_range.end)
+        options = ExtractOptions(
+            page_range=page_range, format_hint="pdf", pdf_password=os.environ.get(env) if env else None
+        )
+        key = _tool_key("indexfoundry_extract_pdf", raw, config, options)
+        previous = None if payload.force else _previous_run(layout, raw, key)
+        if previous is not None:
+            return ExtractPdfOutput.model_validate({**previous["result"], "skipped": True})
+        items = _extract(layout, raw, path, config, options)
+        item = items[0]
+        pages = item.pages or []
+        version = f"pdfminer.six@{package_version('pdfminer.six')}"
+        if any(p.ocr_used for p in pages):
+            version += f"; tesseract@{tesseract_version()}"
+        stats = {
+            "pages_processed": len(pages),
+            "pages_empty": sum(p.is_empty for p in pages),
+            "pages_ocr_fallback": sum(p.ocr_used for p in pages) if payload.mode != "ocr" else 0,
+            "chars_extracted": len(item.text),
+        }
+        key_path = layout.extracted_text(raw.sha256).relative_to(layout.root).as_posix()
+        result = {
+            "success": True,
+            "artifacts": {
+                "pages_jsonl": layout.extracted_pages(raw.sha256).relative_to(layout.root).as_posix(),
+                "full_text": key_path,
+            },
+            "stats": stats,
+            "extraction_report": {"extractor_version": version, "mode_used": payload.mode, "warnings": item.warnings},
+        }
+        _docs, written = _store(layout, raw, items)
+        _finish(layout, "indexfoundry_extract_pdf", key, raw, written, result)
+    return ExtractPdfOutput.model_validate(result)
+
+
+@tool(
+    "indexfoundry_extract_html", ExtractHtmlInput, read_only=False, destructive=False, idempotent=True, open_world=False
+)
+def extract_html(payload: ExtractHtmlInput, runs_dir: str | Path | None = None, **_: Any) -> ExtractHtmlOutput:
+    """Strips HTML to clean markdown: main content only (drops nav, header, footer, aside, scripts,
+    forms and remove_selectors), headings and tables kept as markdown, links optional; the character
+    set comes from the BOM, the <meta> charset or sniffing. Captures the title and meta description."""
+    extract: dict[str, Any] = {
+        "preserve_headings": payload.preserve_headings,
+        "preserve_links": payload.preserve_links,
+        "preserve_tables": payload.preserve_tables,
+    }
+    if payload.remove_selectors is not None:
+        extract["remove_selectors"] = payload.remove_selectors
+    result, skipped = _text_tool(
+        "indexfoundry_extract_html", payload.run_id, runs_dir, payload.html_path, payload.force, extract, "html"
+    )
+    return ExtractHtmlOutput.model_validate({"success": True, **result, "skipped": skipped})
+
+
+@tool(
+    "indexfoundry_extract_document",
+    ExtractDocumentInput,
+    read_only=False,
+    destructive=False,
+    idempotent=True,
+    open_world=False,
+)
+def extract_document(
+    payload: ExtractDocumentInput, runs_dir: str | Path | None = None, **_: Any
+) -> ExtractDocumentOutput:
+    """Generic document extractor for markdown (front matter, headings), docx (Heading styles, lists,
+    tables), txt, csv (delimiter and encoding detection, preview rows) and json/ndjson (key.path: value
+    text); a csv/jsonl source with a records spec becomes one document per record."""
+    result, skipped = _text_tool(
+        "indexfoundry_extract_document",
+        payload.run_id,
+        runs_dir,
+        payload.doc_path,
+        payload.force,
+        {"csv_preview_rows": payload.csv_preview_rows},
+        payload.format_hint,
+    )
+    result = {k: v for k, v in result.items() if k != "description"}
+    return ExtractDocumentOutput.model_validate({"success": True, **result, "skipped": skipped})
