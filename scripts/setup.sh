@@ -16,6 +16,15 @@ if ! command -v tesseract >/dev/null 2>&1; then
   fi
 fi
 
+# chromium for the HTTP search page's browser tests (--dev only; Debian's package, driven by Playwright).
+if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null
+  else
+    echo "note: install chromium for the web page tests (e.g. sudo apt-get install chromium)" >&2
+  fi
+fi
+
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 # CPU-only torch first: a plain 'torch' requirement would pull a multi-GB CUDA build.

@@ -1,7 +1,118 @@
-"""``indexfoundry serve``: rerun the phase, and its single-purpose tool commands."""
+"""``indexfoundry serve``: rerun the phase, and the HTTP API commands (start, status, stop, openapi)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import typer
+
+from indexfoundry import api
+from indexfoundry.models.config import RateLimitConfig
+from indexfoundry.surfaces.cli.options import Json, RunsDir
+from indexfoundry.surfaces.cli.output import print_json
 from indexfoundry.surfaces.cli.phase_group import phase_group
 
 app = phase_group("serve", "Serve phase: retrieval profile, OpenAPI spec, HTTP server.")
+
+
+def _rate_limit(rpm: int | None, burst: int | None, off: bool) -> RateLimitConfig | None:
+    if off:
+        return RateLimitConfig(enabled=False)
+    if rpm is None and burst is None:
+        return None
+    defaults = RateLimitConfig()
+    return RateLimitConfig(
+        requests_per_minute=rpm if rpm is not None else defaults.requests_per_minute,
+        burst=burst if burst is not None else defaults.burst,
+    )
+
+
+@app.command("start")
+def start(
+    run_id: str = typer.Option("latest", "--run-id", help="Run to serve; 'latest' follows each new completed run."),
+    runs_dir: Path | None = RunsDir,
+    host: str = typer.Option("127.0.0.1", "--host", help="Bind address (127.0.0.1: this machine only)."),
+    port: int = typer.Option(8080, "--port", min=1024, max=65535, help="Port."),
+    background: bool = typer.Option(False, "--background", help="Run in the background; stop with 'serve stop'."),
+    cors_origins: list[str] = typer.Option([], "--cors-origin", help="Allowed CORS origin (repeatable)."),
+    rpm: int | None = typer.Option(None, "--rate-limit", min=1, help="Requests per minute per client."),
+    burst: int | None = typer.Option(None, "--burst", min=1, help="Requests a client may make at once."),
+    no_rate_limit: bool = typer.Option(False, "--no-rate-limit", help="Switch rate limiting off."),
+    no_log_requests: bool = typer.Option(False, "--no-log-requests", help="Do not write logs/requests.ndjson."),
+    json_out: bool = Json,
+) -> None:
+    """Start the HTTP retrieval API (and the search page at /)."""
+    limit = _rate_limit(rpm, burst, no_rate_limit)
+    origins = cors_origins or None
+    log_requests = False if no_log_requests else None
+    if background:
+        out = api.serve_start(
+            run_id,
+            runs_dir=runs_dir,
+            host=host,
+            port=port,
+            cors_origins=origins,
+            rate_limit=limit,
+            log_requests=log_requests,
+        )
+        if json_out:
+            print_json(out)
+        else:
+            state = "already running" if out.already_running else "started"
+            typer.echo(f"server {state}: pid {out.server.pid}, {out.server.url}/ (API {out.retrieval_endpoint})")
+        return
+    api.serve_foreground(
+        run_id,
+        runs_dir=runs_dir,
+        host=host,
+        port=port,
+        cors_origins=origins,
+        rate_limit=limit,
+        log_requests=log_requests,
+    )
+
+
+@app.command("status")
+def status(runs_dir: Path | None = RunsDir, json_out: bool = Json) -> None:
+    """List the HTTP servers running for this runs folder."""
+    servers = api.serve_status(runs_dir=runs_dir)
+    if json_out:
+        print_json(servers)
+        return
+    if not servers:
+        typer.echo("no server running")
+    for s in servers:
+        health = f"serving {s.serving_run_id}" if s.healthy and s.serving_run_id else "not answering"
+        typer.echo(f"pid {s.pid}  {s.url}{s.base_path}  run {s.run_spec}  {health}  since {s.started_at}")
+
+
+@app.command("stop")
+def stop(
+    runs_dir: Path | None = RunsDir,
+    port: int | None = typer.Option(None, "--port", help="Stop only the server on this port."),
+    json_out: bool = Json,
+) -> None:
+    """Stop background servers gracefully (in-flight requests finish)."""
+    out = api.serve_stop(runs_dir=runs_dir, port=port)
+    if json_out:
+        print_json(out)
+        return
+    if not out.stopped:
+        typer.echo("no server running")
+    for s in out.stopped:
+        typer.echo(f"stopped pid {s.pid} ({s.url})")
+
+
+@app.command("openapi")
+def openapi(
+    run_id: str = typer.Option("latest", "--run-id", help="Run whose served/openapi.json is written."),
+    runs_dir: Path | None = RunsDir,
+    no_schemas: bool = typer.Option(False, "--no-schemas", help="Leave the JSON Schemas out."),
+    json_out: bool = Json,
+) -> None:
+    """Write served/openapi.json (generated from the app the server runs)."""
+    out = api.serve_openapi(run_id, runs_dir=runs_dir, include_schemas=not no_schemas)
+    if json_out:
+        print_json(out)
+    else:
+        typer.echo(f"{out.path}  (OpenAPI {out.openapi_version}, {len(out.paths)} paths)")

@@ -1,0 +1,425 @@
+"""The HTTP retrieval API: a FastAPI app over the one search service.
+
+``create_app(settings)`` builds the app; ``openapi_spec(settings)`` returns the OpenAPI 3.1
+document of that same app (the serve phase writes it to ``served/openapi.json``), so the
+spec and the server cannot disagree. Routes are adapters only: they authenticate, rate
+limit, and call the search service or the serve phase's read-only views.
+"""
+
+# No ``from __future__ import annotations`` here: FastAPI reads the route signatures at runtime and
+# they refer to names local to ``create_app`` (the per-app search body model, the guarded service).
+import html
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Annotated, Any, Literal, cast
+
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
+
+from indexfoundry import __version__
+from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
+from indexfoundry.models.records import DocumentChunk
+from indexfoundry.models.retrieval import AllowedFilter, SearchFilter, SearchMode, SearchRequest, SearchResponse
+from indexfoundry.phases.serve.models import DocumentView, HealthView, StatsView
+from indexfoundry.phases.serve.views import document_view, stats_view
+from indexfoundry.retrieval.service import SearchService
+from indexfoundry.surfaces.http.auth import KeyRing, Principal, auth_error, presented_key
+from indexfoundry.surfaces.http.errors import ErrorEnvelope, HttpProblem, install_error_handlers, retry_after_header
+from indexfoundry.surfaces.http.holder import ServiceHolder
+from indexfoundry.surfaces.http.limits import BodyLimitMiddleware
+from indexfoundry.surfaces.http.ratelimit import RateLimiter
+from indexfoundry.surfaces.http.reqlog import RequestLogMiddleware
+from indexfoundry.surfaces.http.settings import HttpSettings
+
+log = logging.getLogger("indexfoundry.http")
+
+HEX_ID = r"^[0-9a-f]{64}$"
+DEFAULT_NAMESPACE = "default"
+
+_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorEnvelope, "description": "Invalid request (CONFIG_INVALID)"},
+    401: {"model": ErrorEnvelope, "description": "Missing or invalid API key (AUTH_REQUIRED)"},
+    403: {"model": ErrorEnvelope, "description": "The key may not search this namespace (AUTH_REQUIRED)"},
+    413: {"model": ErrorEnvelope, "description": "Request body too large (REQUEST_TOO_LARGE)"},
+    429: {
+        "model": ErrorEnvelope,
+        "description": "Rate limited (RATE_LIMITED); see Retry-After",
+        "headers": {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}},
+    },
+    500: {"model": ErrorEnvelope, "description": "Internal error (INTERNAL_ERROR)"},
+    503: {"model": ErrorEnvelope, "description": "No run loaded yet, or the store is unavailable"},
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorEnvelope, "description": "No such document or chunk (NOT_FOUND)"}
+}
+
+_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key")
+_bearer = HTTPBearer(auto_error=False, description="API key as a bearer token")
+
+
+def _json_integer(value: Any) -> Any:
+    """JSON Schema's integer: 3 and 3.0 yes; true, "3" and 3.5 no (pydantic's lax int takes the first two)."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be an integer")
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
+Number = StrictInt | StrictFloat
+_VALUE_KINDS: tuple[tuple[frozenset[str], Any, str], ...] = (
+    (frozenset({"eq", "neq", "contains"}), Scalar, "A string, number or boolean"),
+    (frozenset({"gt", "gte", "lt", "lte"}), Number, "A number"),
+    (frozenset({"in"}), Annotated[list[Scalar], Field(min_length=1)], "A non-empty list of values"),
+)
+
+
+def filter_item_type(allowed: list[AllowedFilter]) -> Any:
+    """The filter item of the search body: one variant per allowed field and kind of operator,
+    so the spec states exactly which filters the run accepts (the retrieval profile's list)."""
+    variants: list[Any] = []
+    for flt in allowed:
+        for ops, value_type, value_doc in _VALUE_KINDS:
+            chosen = sorted(set(flt.operators) & ops)
+            if not chosen:
+                continue
+            name = "Filter_" + "".join(ch if ch.isalnum() else "_" for ch in flt.field) + "_" + "_".join(chosen)
+            variants.append(
+                create_model(
+                    name,
+                    __config__=SearchFilter.model_config,
+                    field=(Literal[flt.field], Field(description="Metadata field")),  # type: ignore[arg-type]
+                    op=(Literal[tuple(chosen)], Field(description="Operator")),  # type: ignore[arg-type]
+                    value=(value_type, Field(description=value_doc)),
+                )
+            )
+    if not variants:
+        return SearchFilter
+    union: Any = variants[0]
+    for variant in variants[1:]:
+        union = union | variant
+    return union
+
+
+def search_body_model(settings: HttpSettings) -> type[BaseModel]:
+    """The search request body: ``SearchRequest`` without ``mode`` (the path says it), with the
+    server's configured query-length and top_k limits, so the spec states the real limits."""
+    fields: dict[str, Any] = {}
+    for name, info in SearchRequest.model_fields.items():
+        if name == "mode":
+            continue
+        fields[name] = (info.annotation, info)
+    if settings.allowed_filters is not None:
+        filters = SearchRequest.model_fields["filters"]
+        item = filter_item_type(settings.allowed_filters)
+        fields["filters"] = (list[item], Field(default_factory=list, description=filters.description))  # type: ignore[valid-type]
+    fields["query"] = (
+        str,
+        Field(
+            min_length=1,
+            max_length=settings.max_query_chars,
+            description=SearchRequest.model_fields["query"].description,
+        ),
+    )
+    top_k = SearchRequest.model_fields["top_k"]
+    fields["top_k"] = (
+        JsonInt,
+        Field(default=top_k.default, ge=1, le=settings.max_top_k, description=top_k.description),
+    )
+    offset = SearchRequest.model_fields["offset"]
+    fields["offset"] = (JsonInt, Field(default=offset.default, ge=0, le=1000, description=offset.description))
+    model: type[BaseModel] = create_model(
+        "SearchBody",
+        __config__=SearchRequest.model_config,
+        __doc__="Search request: query, top_k, filters (ANDed), offset for paging.",
+        **fields,
+    )
+    return model
+
+
+class Guard:
+    """Authentication, namespace check and rate limiting for the API endpoints."""
+
+    def __init__(self, settings: HttpSettings, holder: ServiceHolder) -> None:
+        self.settings = settings
+        self.holder = holder
+        self.keys = KeyRing([])
+        rl = settings.rate_limit
+        self.limiter = RateLimiter(rl.requests_per_minute, rl.burst) if rl.enabled else None
+
+    def load_keys(self) -> None:
+        self.keys = KeyRing.load(self.settings.api_keys_env, self.settings.api_key_file)
+
+    def auth_required(self, service: SearchService | None) -> bool:
+        return self.settings.require_auth or (service is not None and service.profile.security.require_auth)
+
+    def service(self) -> SearchService:
+        service = self.holder.current
+        if service is None:
+            error = RunNotFound(
+                "no completed run is being served yet",
+                recoverable=True,
+                suggestion="Complete a pipeline run; the server loads it within seconds",
+            )
+            raise HttpProblem(503, error, retry_after_header(self.holder.reload_interval_s))
+        return service
+
+    def check(self, request: Request, key: str | None) -> SearchService:
+        service = self.service()
+        principal: Principal | None = self.keys.authenticate(key) if key else None
+        client = f"key:{principal.name}" if principal else f"ip:{request.client.host if request.client else '-'}"
+        request.state.principal = principal.name if principal else None
+        if self.limiter is not None:
+            wait = self.limiter.acquire(client)
+            if wait > 0:
+                error = IndexFoundryError(
+                    "too many requests",
+                    code="RATE_LIMITED",
+                    recoverable=True,
+                    suggestion=f"Retry after {retry_after_header(wait)['Retry-After']} s",
+                )
+                raise HttpProblem(429, error, retry_after_header(wait))
+        if self.auth_required(service) and principal is None:
+            raise HttpProblem(401, auth_error(), {"WWW-Authenticate": "Bearer"})
+        namespace = service.vector_manifest.get("namespace") or DEFAULT_NAMESPACE
+        allowed = service.profile.security.allowed_namespaces
+        if (allowed is not None and namespace not in allowed) or (
+            principal is not None and principal.namespaces is not None and namespace not in principal.namespaces
+        ):
+            error = IndexFoundryError(
+                f"searching namespace '{namespace}' is not allowed",
+                code="AUTH_REQUIRED",
+                suggestion="Use a key allowed for this namespace (security.allowed_namespaces)",
+            )
+            raise HttpProblem(403, error)
+        return service
+
+
+def _static_text(name: str) -> str:
+    return resources.files("indexfoundry.surfaces.http").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> FastAPI:
+    """The HTTP API for ``settings``; ``holder`` (default: built from the settings) serves the run."""
+    base = settings.base_path
+    holder = holder or ServiceHolder(settings.runs_dir, settings.run_id, reload_interval_s=settings.reload_interval_s)
+    guard = Guard(settings, holder)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        guard.load_keys()
+        holder.start()
+        if guard.auth_required(holder.current) and not len(guard.keys):
+            holder.stop()
+            raise ConfigInvalid(
+                "authentication is required but no API key is configured",
+                suggestion=f"Set ${settings.api_keys_env} or serve.api_key_file",
+            )
+        try:
+            yield
+        finally:
+            holder.stop()
+
+    app = FastAPI(
+        title=settings.api_info.title,
+        version=settings.api_info.version,
+        description=settings.api_info.description or "Search an IndexFoundry index.",
+        openapi_url=f"{base}/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.holder = holder
+    app.state.guard = guard
+    install_error_handlers(app)
+
+    def checked(
+        request: Request,
+        x_api_key: Annotated[str | None, Depends(_api_key_header)],
+        bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> SearchService:
+        key = presented_key(f"Bearer {bearer.credentials}" if bearer else None, x_api_key)
+        return guard.check(request, key)
+
+    Service = Annotated[SearchService, Depends(checked)]
+    wanted = set(settings.endpoints)
+    Body = search_body_model(settings)
+
+    def add_search(mode: SearchMode) -> None:
+        def search(body: Body, service: Service) -> SearchResponse:  # type: ignore[valid-type]
+            data = body.model_dump(mode="json")  # type: ignore[attr-defined]
+            if "top_k" not in body.model_fields_set:  # type: ignore[attr-defined]
+                data["top_k"] = min(service.profile.retrieval_config.default_top_k, settings.max_top_k)
+            return service.search(SearchRequest.model_validate({**data, "mode": mode}))
+
+        search.__doc__ = f"{mode.capitalize()} search over the served run; best result first."
+        app.post(
+            f"{base}/search/{mode}",
+            response_model=SearchResponse,
+            response_model_exclude_none=True,
+            responses=_ERROR_RESPONSES,
+            operation_id=f"search_{mode}",
+            tags=["search"],
+        )(search)
+
+    modes: tuple[SearchMode, ...] = ("semantic", "hybrid", "keyword")
+    for mode in modes:
+        if f"search_{mode}" in wanted:
+            add_search(mode)
+
+    if "get_document" in wanted:
+
+        @app.get(
+            f"{base}/documents/{{doc_id}}",
+            response_model=DocumentView,
+            response_model_exclude_none=True,
+            responses={**_ERROR_RESPONSES, **_NOT_FOUND},
+            operation_id="get_document",
+            tags=["documents"],
+        )
+        def get_document(
+            doc_id: Annotated[str, Path(pattern=HEX_ID, description="Document id")],
+            service: Service,
+            include_text: Annotated[bool, Query(description="Include the extracted text")] = False,
+        ) -> DocumentView:
+            """One document of the served run, with its chunks in order."""
+            return document_view(service, doc_id, include_text)
+
+    if "get_chunk" in wanted:
+
+        @app.get(
+            f"{base}/chunks/{{chunk_id}}",
+            response_model=DocumentChunk,
+            response_model_exclude_none=True,
+            responses={**_ERROR_RESPONSES, **_NOT_FOUND},
+            operation_id="get_chunk",
+            tags=["documents"],
+        )
+        def get_chunk(
+            chunk_id: Annotated[str, Path(pattern=HEX_ID, description="Chunk id")], service: Service
+        ) -> DocumentChunk:
+            """One chunk of the served run (the canonical DocumentChunk record)."""
+            return service.chunk(chunk_id)
+
+    if "stats" in wanted:
+
+        @app.get(
+            f"{base}/stats",
+            response_model=StatsView,
+            response_model_exclude_none=True,
+            responses=_ERROR_RESPONSES,
+            operation_id="stats",
+            tags=["service"],
+        )
+        def stats(service: Service) -> StatsView:
+            """What is served: the run, its counts, model, search modes and filters."""
+            return stats_view(service, follows_latest=holder.follow_latest, reloads=holder.reloads)
+
+    if "health" in wanted:
+
+        @app.get(
+            f"{base}/health",
+            response_model=HealthView,
+            response_model_exclude_none=True,
+            responses={500: _ERROR_RESPONSES[500]},
+            operation_id="health",
+            tags=["service"],
+        )
+        def health() -> HealthView:
+            """Liveness, and which run is served (never needs a key)."""
+            current = holder.current
+            return HealthView(
+                status="ok" if current is not None else "waiting",
+                run_id=current.run_id if current is not None else None,
+                version=__version__,
+                auth_required=guard.auth_required(current),
+            )
+
+    page = _static_text("index.html").replace("{{BASE_PATH}}", html.escape(base, quote=True))
+    page = page.replace("{{TITLE}}", html.escape(settings.api_info.title))
+
+    @app.get("/", include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse(page, headers={"Content-Security-Policy": _PAGE_CSP})
+
+    app.mount("/static", StaticFiles(packages=[("indexfoundry.surfaces.http", "static")]), name="static")
+
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "X-API-Key", "Content-Type"],
+            expose_headers=["Retry-After", "X-Request-ID"],
+            max_age=600,
+        )
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_request_bytes)
+    app.add_middleware(RequestLogMiddleware, holder=holder, enabled=settings.log_requests)
+    app.openapi = _openapi_builder(app, settings)  # type: ignore[method-assign]
+    return app
+
+
+_PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def _strip(node: Any, drop_refs: bool) -> Any:
+    """Remove FastAPI's 422 answers (this API answers 400) and, optionally, schema references."""
+    if isinstance(node, dict):
+        if drop_refs and "$ref" in node and str(node["$ref"]).startswith("#/components/schemas/"):
+            return {"type": "object"}
+        return {k: _strip(v, drop_refs) for k, v in node.items() if k != "422"}
+    if isinstance(node, list):
+        return [_strip(v, drop_refs) for v in node]
+    return node
+
+
+def _openapi_builder(app: FastAPI, settings: HttpSettings, include_schemas: bool = True) -> Callable[[], Any]:
+    def build() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        spec = get_openapi(
+            title=app.title,
+            version=app.version,
+            openapi_version="3.1.0",
+            description=app.description,
+            routes=app.routes,
+        )
+        spec = cast(dict[str, Any], _strip(spec, drop_refs=not include_schemas))
+        schemas = spec.get("components", {}).get("schemas", {})
+        for unused in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(unused, None)
+        if not include_schemas:
+            spec.get("components", {}).pop("schemas", None)
+        if not settings.require_auth:
+            # Keys are optional on this server: the spec must not claim the endpoints need one.
+            for operations in spec.get("paths", {}).values():
+                for operation in operations.values():
+                    operation.pop("security", None)
+            spec.get("components", {}).pop("securitySchemes", None)
+            for status in ("401", "403"):
+                for operations in spec.get("paths", {}).values():
+                    for operation in operations.values():
+                        operation.get("responses", {}).pop(status, None)
+        app.openapi_schema = spec
+        return spec
+
+    return build
+
+
+def openapi_spec(settings: HttpSettings, include_schemas: bool = True) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the app built from ``settings`` (no run needs to be loaded)."""
+    app = create_app(settings, ServiceHolder(settings.runs_dir, settings.run_id))
+    app.openapi_schema = None
+    spec = _openapi_builder(app, settings, include_schemas)()
+    return cast(dict[str, Any], json.loads(json.dumps(spec, sort_keys=True)))

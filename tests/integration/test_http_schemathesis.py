@@ -1,0 +1,57 @@
+"""Property-based API test: schemathesis drives the real server from the served/openapi.json the serve
+phase wrote, and finds no 5xx and no answer that violates the spec (bounded examples)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from indexfoundry.models.config import RateLimitConfig, ServeConfig
+from indexfoundry.phases.serve import default_profile
+from indexfoundry.phases.serve.control import http_settings
+from indexfoundry.storage.layout import RunLayout
+from indexfoundry.surfaces.http import HttpSettings, openapi_spec
+from tests.integration.http_support import LiveServer, make_run
+
+
+@pytest.fixture(scope="module")
+def server_and_spec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Path]]:
+    root = tmp_path_factory.mktemp("schemathesis")
+    run_id = make_run(root, serve={"rate_limit": {"enabled": False}})
+    layout = RunLayout(root / "runs" / run_id)
+    # The server runs with exactly the settings the spec was written from.
+    http = http_settings(root / "runs", run_id, port=0)
+    server = LiveServer(http).start()
+    try:
+        assert json.loads(layout.openapi.read_text(encoding="utf-8")) == SPEC
+        yield server, layout.openapi
+    finally:
+        server.stop()
+
+
+def default_settings() -> HttpSettings:
+    serve = ServeConfig(rate_limit=RateLimitConfig(enabled=False))
+    filters = default_profile().allowed_filters
+    return HttpSettings.from_config(serve, Path("runs"), "latest", port=0, allowed_filters=filters)
+
+
+# The spec of a run whose serve config only switches rate limiting off; the fixture checks that it
+# is byte for byte the served/openapi.json the serve phase wrote for that run.
+SPEC = openapi_spec(default_settings())
+schema = schemathesis.openapi.from_dict(SPEC)
+
+
+@schema.parametrize()
+@settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture],
+)
+def test_generated_requests_get_no_server_error_and_only_answers_the_spec_allows(case, server_and_spec):
+    case.call_and_validate(base_url=server_and_spec[0].root)
