@@ -1,34 +1,99 @@
-"""The one search service every surface uses (CLI, HTTP API, MCP)."""
+"""The one search service every surface uses (CLI, HTTP API, MCP, ``indexfoundry eval``).
+
+Three modes over one run:
+
+- ``semantic``: the query's vector against the run's vector store (cosine similarity);
+- ``keyword``: BM25 over the run's keyword index (``indexed/bm25``);
+- ``hybrid``: both candidate lists fused, by reciprocal rank fusion (``rrf``: the sum of
+  ``1 / (rrf_k + rank)``) or by ``weighted_sum`` (``alpha`` × min-max normalised semantic
+  score + (1 − ``alpha``) × min-max normalised BM25 score), as the retrieval profile says.
+
+Filters are checked against the profile, pushed into the vector store where it can apply
+them, and evaluated by one rule (``retrieval.filters.matches``) for every mode.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any
+
+import numpy as np
 
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
 from indexfoundry.models.manifests import RunManifest
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import (
+    HybridConfig,
     RetrievalProfile,
     SearchFilter,
+    SearchMode,
     SearchRequest,
     SearchResponse,
     SearchResult,
 )
 from indexfoundry.phases.index import open_run_store
 from indexfoundry.phases.index.embedders import Embedder, resolve_embedder
-from indexfoundry.phases.index.stores import StoreHit, VectorStore
+from indexfoundry.phases.index.keyword import KeywordIndex
+from indexfoundry.phases.index.stores import VectorStore
 from indexfoundry.phases.serve import default_profile
 from indexfoundry.pipeline.manifest import load_manifest
 from indexfoundry.pipeline.runner import load_run_config
+from indexfoundry.retrieval.filters import check_filters, matches, needs_post_filter, store_where
 from indexfoundry.storage.atomic import iter_jsonl, read_json
+from indexfoundry.storage.hashing import canonical_json
 from indexfoundry.storage.layout import RunLayout
 
-_CHROMA_OPS = {"eq": "$eq", "neq": "$ne", "gt": "$gt", "gte": "$gte", "lt": "$lt", "lte": "$lte", "in": "$in"}
+# Candidates each mode contributes to hybrid fusion (at least; more when more results are wanted).
+HYBRID_CANDIDATES = 100
+# Candidates fetched from the vector store for any semantic request (at least).
+SEMANTIC_CANDIDATES = 50
+# Fields whose store value is a flattened list (joined text): never pushed into the store.
+_LIST_FIELDS = frozenset({"metadata.tags"})
+_MASK_CACHE_SIZE = 32
+
+Ranked = list[tuple[str, float]]
+
+
+def rrf_fuse(rankings: list[Ranked], k: int) -> Ranked:
+    """Reciprocal rank fusion: each list adds ``1 / (k + rank)`` (rank from 1) to its chunks."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, (cid, _score) in enumerate(ranking, start=1):
+            fused[cid] = fused.get(cid, 0.0) + 1.0 / (k + rank)
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _min_max(ranking: Ranked) -> dict[str, float]:
+    if not ranking:
+        return {}
+    scores = [s for _, s in ranking]
+    low, high = min(scores), max(scores)
+    if high == low:
+        return {cid: 1.0 for cid, _ in ranking}
+    return {cid: (s - low) / (high - low) for cid, s in ranking}
+
+
+def weighted_fuse(semantic: Ranked, keyword: Ranked, alpha: float) -> Ranked:
+    """``alpha`` × normalised semantic score + (1 − ``alpha``) × normalised keyword score.
+
+    Each list's scores are min-max normalised over its own candidates; a chunk missing from a
+    list gets 0 from it.
+    """
+    sem, kw = _min_max(semantic), _min_max(keyword)
+    fused = {cid: alpha * sem.get(cid, 0.0) + (1 - alpha) * kw.get(cid, 0.0) for cid in sem.keys() | kw.keys()}
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+def fuse(semantic: Ranked, keyword: Ranked, config: HybridConfig) -> Ranked:
+    """Fuse a semantic and a keyword ranking as the profile's hybrid config says."""
+    if config.fusion_method == "weighted_sum":
+        return weighted_fuse(semantic, keyword, config.alpha)
+    return rrf_fuse([semantic, keyword], config.rrf_k)
 
 
 class SearchService:
-    """Search one run: loads the run's embedder, store and chunks once, then answers queries."""
+    """Search one run: loads the run's embedder, store, keyword index and chunks once, then answers queries."""
 
     def __init__(self, layout: RunLayout, embedder: Embedder | None = None) -> None:
         self.layout = layout
@@ -43,10 +108,14 @@ class SearchService:
         self.config = load_run_config(layout)
         self.vector_manifest: dict[str, Any] = read_json(layout.vector_manifest)
         self.model_id: str = self.vector_manifest["model_used"]
+        self.store_fields: set[str] = set(self.vector_manifest.get("metadata_schema", [])) - _LIST_FIELDS
         self._embedder = embedder
         self._store: VectorStore | None = None
+        self._keyword: KeywordIndex | None = None
         self._chunks: dict[str, DocumentChunk] | None = None
-        self._lock = threading.Lock()
+        self._data: dict[str, dict[str, Any]] | None = None
+        self._masks: OrderedDict[str, np.ndarray[Any, Any]] = OrderedDict()
+        self._lock = threading.RLock()
         self.profile = (
             RetrievalProfile.model_validate(read_json(layout.retrieval_profile))
             if layout.retrieval_profile.is_file()
@@ -77,13 +146,25 @@ class SearchService:
             return self._store
 
     @property
+    def keyword_index(self) -> KeywordIndex:
+        with self._lock:
+            if self._keyword is None:
+                self._keyword = KeywordIndex.load(self.layout)
+            return self._keyword
+
+    @property
     def chunks(self) -> dict[str, DocumentChunk]:
         with self._lock:
             if self._chunks is None:
-                self._chunks = {
-                    row["chunk_id"]: DocumentChunk.model_validate(row) for row in iter_jsonl(self.layout.chunks)
-                }
+                rows = list(iter_jsonl(self.layout.chunks))
+                self._chunks = {row["chunk_id"]: DocumentChunk.model_validate(row) for row in rows}
+                self._data = {row["chunk_id"]: row for row in rows}
             return self._chunks
+
+    def _chunk_data(self, chunk_id: str) -> dict[str, Any] | None:
+        self.chunks  # noqa: B018 - loads the rows
+        assert self._data is not None
+        return self._data.get(chunk_id)
 
     def chunk(self, chunk_id: str) -> DocumentChunk:
         found = self.chunks.get(chunk_id)
@@ -91,81 +172,104 @@ class SearchService:
             raise NotFound(f"chunk {chunk_id} is not in run {self.run_id}", suggestion="Check the chunk id")
         return found
 
-    def _check_filters(self, filters: list[SearchFilter]) -> None:
-        allowed = {f.field: set(f.operators) for f in self.profile.allowed_filters}
-        for flt in filters:
-            if flt.field not in allowed:
-                raise ConfigInvalid(
-                    f"filtering on '{flt.field}' is not allowed",
-                    suggestion=f"Allowed fields: {', '.join(sorted(allowed)) or 'none'}",
-                )
-            if flt.op not in allowed[flt.field]:
-                raise ConfigInvalid(
-                    f"operator '{flt.op}' is not allowed on '{flt.field}'",
-                    suggestion=f"Allowed: {', '.join(sorted(allowed[flt.field]))}",
-                )
-            if flt.op == "in" and not isinstance(flt.value, list):
-                raise ConfigInvalid(f"filter '{flt.field} in' needs a list value", suggestion="Pass a JSON list")
+    # ------------------------------------------------------------------ the three modes
+    def _keep(self, chunk_id: str, filters: list[SearchFilter]) -> bool:
+        data = self._chunk_data(chunk_id)
+        return data is not None and (not filters or matches(data, filters))
 
-    @staticmethod
-    def _where(filters: list[SearchFilter]) -> dict[str, Any] | None:
-        clauses = [{f.field: {_CHROMA_OPS[f.op]: f.value}} for f in filters if f.op in _CHROMA_OPS]
-        if not clauses:
-            return None
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+    def semantic(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
+        """Up to ``k`` chunks by cosine similarity, filters applied (in the store where it can)."""
+        total = len(self.chunks)
+        if total == 0 or k <= 0:
+            return []
+        where = store_where(filters, self.store_fields)
+        # Never fewer than SEMANTIC_CANDIDATES: an approximate index then ranks the top of a small
+        # request exactly as the top of a larger one, so paging with offset stays consistent.
+        fetch = max(k, SEMANTIC_CANDIDATES)
+        fetch = min(total, fetch * 4 if needs_post_filter(filters, self.store_fields) else fetch)
+        vector = self.embedder.embed([query])[0]
+        while True:
+            hits = self.store.query(vector, fetch, where)
+            kept = [(h.id, h.score) for h in hits if self._keep(h.id, filters)]
+            if len(kept) >= k or len(hits) < fetch or fetch >= total:
+                break
+            fetch = min(total, fetch * 4)
+        kept.sort(key=lambda item: (-item[1], item[0]))
+        return kept[:k]
 
-    @staticmethod
-    def _post_filter(chunk: DocumentChunk, filters: list[SearchFilter]) -> bool:
-        data = chunk.model_dump(mode="json")
-        for flt in filters:
-            if flt.op != "contains":
-                continue
-            value: Any = data
-            for part in flt.field.split("."):
-                value = value.get(part) if isinstance(value, dict) else None
-            if value is None or str(flt.value) not in (value if isinstance(value, list) else str(value)):
-                return False
-        return True
+    def _mask(self, index: KeywordIndex, filters: list[SearchFilter]) -> np.ndarray[Any, Any]:
+        key = canonical_json([f.model_dump(mode="json") for f in filters])
+        with self._lock:
+            cached = self._masks.get(key)
+            if cached is not None:
+                self._masks.move_to_end(key)
+                return cached
+        mask = np.fromiter((self._keep(cid, filters) for cid in index.chunk_ids), dtype=np.float32)
+        with self._lock:
+            self._masks[key] = mask
+            while len(self._masks) > _MASK_CACHE_SIZE:
+                self._masks.popitem(last=False)
+        return mask
 
-    def _result(self, hit: StoreHit) -> SearchResult | None:
-        chunk = self.chunks.get(hit.id)
-        if chunk is None:
-            return None
+    def keyword(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
+        """Up to ``k`` chunks by BM25 score (only chunks containing a query term), filters applied."""
+        index = self.keyword_index
+        mask = self._mask(index, filters) if filters else None
+        return [(h.chunk_id, h.score) for h in index.search(query, k, mask) if self._keep(h.chunk_id, filters)]
+
+    def hybrid(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
+        """Semantic and keyword candidates fused as the profile's ``hybrid_config`` says."""
+        pool = max(k, HYBRID_CANDIDATES)
+        fused = fuse(
+            self.semantic(query, pool, filters),
+            self.keyword(query, pool, filters),
+            self.profile.retrieval_config.hybrid_config,
+        )
+        return fused[:k]
+
+    def rank(self, query: str, mode: SearchMode, k: int, filters: list[SearchFilter] | None = None) -> Ranked:
+        """The best ``k`` (chunk id, score) pairs for ``query`` in ``mode``, best first.
+
+        Filters are not checked against the profile here (``search`` does); evaluation calls this.
+        """
+        filters = filters or []
+        if mode == "semantic":
+            return self.semantic(query, k, filters)
+        if mode == "keyword":
+            return self.keyword(query, k, filters)
+        return self.hybrid(query, k, filters)
+
+    # ------------------------------------------------------------------ the request API
+    def _result(self, chunk_id: str, score: float) -> SearchResult:
+        chunk = self.chunks[chunk_id]
         return SearchResult(
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
-            score=round(hit.score, 6),
+            score=round(score, 6),
             text=chunk.content.text,
             source=chunk.source,
+            breadcrumb=chunk.metadata.heading_path or chunk.position.section,
             position=chunk.position,
             metadata=chunk.metadata,
             run_id=self.run_id,
         )
 
-    def search(self, request: SearchRequest) -> SearchResponse:
-        """Answer one search request, best result first."""
+    def check(self, request: SearchRequest) -> None:
+        """Refuse a mode or filter the run's retrieval profile does not offer (``CONFIG_INVALID``)."""
         if request.mode not in self.profile.retrieval_config.search_modes:
             raise ConfigInvalid(
                 f"search mode '{request.mode}' is not offered by run {self.run_id}",
                 suggestion=f"Use one of: {', '.join(self.profile.retrieval_config.search_modes)}",
             )
-        self._check_filters(request.filters)
+        check_filters(request.filters, self.profile)
+
+    def search(self, request: SearchRequest) -> SearchResponse:
+        """Answer one search request, best result first; ``offset`` pages through the ranking."""
+        self.check(request)
         wanted = request.top_k + request.offset
-        has_post = any(f.op == "contains" for f in request.filters)
-        fetch = wanted * 5 if has_post else wanted
-        vector = self.embedder.embed([request.query])[0]
-        hits = self.store.query(vector, fetch, self._where(request.filters))
-        results: list[SearchResult] = []
-        for hit in hits:
-            result = self._result(hit)
-            if result is None:
-                continue
-            if has_post and not self._post_filter(self.chunks[hit.id], request.filters):
-                continue
-            results.append(result)
-        results.sort(key=lambda r: (-r.score, r.chunk_id))
+        ranked = self.rank(request.query, request.mode, wanted, request.filters)
         return SearchResponse(
-            results=results[request.offset : wanted],
+            results=[self._result(cid, score) for cid, score in ranked[request.offset : wanted]],
             run_id=self.run_id,
             mode=request.mode,
             indexed_at=self.indexed_at,
@@ -173,7 +277,7 @@ class SearchService:
 
 
 def open_service(layout: RunLayout, embedder: Embedder | None = None) -> SearchService:
-    """Open the search service of a run, mapping store failures to clear errors."""
+    """Open the search service of a run, mapping missing files to clear errors."""
     try:
         return SearchService(layout, embedder)
     except IndexFoundryError:

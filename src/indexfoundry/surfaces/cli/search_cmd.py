@@ -1,22 +1,39 @@
-"""``indexfoundry search``."""
+"""``indexfoundry search``: one query, or a file of queries answered with the model loaded once."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
+from pydantic import ValidationError
+from typer.core import TyperCommand
 
 from indexfoundry import api
-from indexfoundry.errors import ConfigInvalid
-from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
+from indexfoundry.errors import ConfigInvalid, NotFound
+from indexfoundry.models.config import validation_error
+from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResponse
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 
+MODES: tuple[str, ...] = ("semantic", "keyword", "hybrid")
 
-def parse_filter(values: list[str]) -> SearchFilter:
-    """``FIELD OP VALUE`` → filter; VALUE is JSON when it parses as JSON, else a string."""
-    field, op, raw = values
+
+class _FilterTriples(TyperCommand):
+    """Typer has no list-of-tuples option: make ``--filter`` take three values, kept as given."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.name == "filters":
+                param.nargs = 3
+                param.metavar = "FIELD OP VALUE"
+                param.process_value = lambda ctx, value: [tuple(v) for v in value or ()]  # type: ignore[method-assign]
+
+
+def parse_filter(field: str, op: str, raw: str) -> SearchFilter:
+    """``FIELD OP VALUE`` → filter; VALUE is JSON when it parses as JSON (numbers, lists), else a string."""
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
@@ -29,49 +46,95 @@ def parse_filter(values: list[str]) -> SearchFilter:
         ) from None
 
 
+def response_json(response: SearchResponse, query: str | None = None) -> dict[str, Any]:
+    """The JSON form of a response (one line per query with --queries)."""
+    out: dict[str, Any] = {} if query is None else {"query": query}
+    out.update(
+        {
+            "results": [r.model_dump(mode="json", exclude_none=True) for r in response.results],
+            "run_id": response.run_id,
+            "mode": response.mode,
+            "indexed_at": response.indexed_at,
+        }
+    )
+    return out
+
+
 def render_results(response: SearchResponse) -> None:
     if not response.results:
         typer.echo("no results")
     for rank, result in enumerate(response.results, start=1):
-        crumb = result.metadata.heading_path or result.position.section or ""
-        typer.echo(f"{rank:>2}. {result.score:.3f}  {result.source.uri}" + (f"  [{crumb}]" if crumb else ""))
+        where = result.source.uri + (f"#{result.source.record_id}" if result.source.record_id else "")
+        if result.position.page is not None:
+            where += f" p.{result.position.page}"
+        crumb = f"  [{result.breadcrumb}]" if result.breadcrumb else ""
+        typer.echo(f"{rank:>2}. {result.score:.3f}  {where}{crumb}")
         snippet = " ".join(result.text.split())
         typer.echo(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
 
 
+def read_query_lines(path: Path) -> list[str]:
+    """One query per non-empty line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NotFound(f"queries file {path} does not exist", suggestion="Check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigInvalid(f"cannot read queries file {path}: {exc}", suggestion="Use a UTF-8 text file") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _request(query: str, top_k: int, mode: SearchMode, filters: list[SearchFilter], offset: int) -> SearchRequest:
+    try:
+        return SearchRequest(query=query, top_k=top_k, mode=mode, filters=filters, offset=offset)
+    except ValidationError as exc:
+        raise validation_error(exc, "search request") from None
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("search")
+    @app.command("search", cls=_FilterTriples)
     def search(
-        query: str = typer.Argument(..., help="What to search for.", show_default=False),
+        query: str | None = typer.Argument(None, help="What to search for (or use --queries).", show_default=False),
         run_id: str = typer.Option("latest", "--run-id", help="Run to search ('latest': newest completed)."),
         runs_dir: Path | None = RunsDir,
-        top_k: int = typer.Option(10, "--top-k", min=1, max=100, help="Number of results."),
+        top_k: int | None = typer.Option(
+            None, "--top-k", min=1, max=100, help="Number of results (default: the run profile's default_top_k)."
+        ),
+        offset: int = typer.Option(0, "--offset", min=0, max=1000, help="Results to skip (paging)."),
         mode: str = typer.Option("semantic", "--mode", help="semantic | keyword | hybrid"),
         filters: list[str] = typer.Option(
             [],
             "--filter",
-            help="FIELD OP VALUE, e.g. --filter source.type eq markdown (repeatable).",
+            help="FIELD OP VALUE, e.g. --filter source.type eq markdown; OP: eq neq gt gte lt lte in contains; "
+            'VALUE is JSON when it parses (2, ["a","b"]). Repeatable; filters are ANDed.',
+        ),
+        queries_file: Path | None = typer.Option(
+            None,
+            "--queries",
+            help="File with one query per line: prints one JSON line per query, in order (model loaded once).",
         ),
         json_out: bool = Json,
     ) -> None:
         """Search a run; best result first."""
-        if mode not in ("semantic", "keyword", "hybrid"):
+        if mode not in MODES:
             raise ConfigInvalid(f"unknown mode '{mode}'", suggestion="Use semantic, keyword or hybrid")
-        parsed = [parse_filter(f.split(" ", 2)) if f.count(" ") >= 2 else _bad_filter(f) for f in filters]
+        if (query is None) == (queries_file is None):
+            raise ConfigInvalid("give a query or --queries FILE (one of them)", suggestion="indexfoundry search --help")
+        parsed = [parse_filter(*triple) for triple in filters]
         mode_value: SearchMode = mode  # type: ignore[assignment]
-        response = api.search(query, run_id, runs_dir=runs_dir, top_k=top_k, mode=mode_value, filters=parsed)
+        service = api.search_service(run_id, runs_dir=runs_dir)
+        k = top_k or service.profile.retrieval_config.default_top_k
+        if queries_file is not None:
+            texts = read_query_lines(queries_file)
+            requests = [_request(text, k, mode_value, parsed, offset) for text in texts]
+            for request in requests:
+                service.check(request)  # refuse a bad mode or filter before any output
+            for request in requests:
+                typer.echo(json.dumps(response_json(service.search(request), request.query), ensure_ascii=False))
+            return
+        assert query is not None
+        response = service.search(_request(query, k, mode_value, parsed, offset))
         if json_out:
-            print_json(
-                {
-                    "results": [r.model_dump(mode="json", exclude_none=True) for r in response.results],
-                    "run_id": response.run_id,
-                    "mode": response.mode,
-                    "indexed_at": response.indexed_at,
-                }
-            )
+            print_json(response_json(response))
         else:
             render_results(response)
-
-
-def _bad_filter(value: str) -> SearchFilter:
-    raise ConfigInvalid(f"bad filter '{value}'", suggestion="Use --filter 'FIELD OP VALUE'")

@@ -1,0 +1,171 @@
+"""The BM25 keyword index of a run (``indexed/bm25/``), built with bm25s.
+
+Chroma has no BM25, so this index is what makes keyword and hybrid search real. It is built
+from the same text the embedder sees (breadcrumb + chunk text), tokenized with English
+stopwords and the Snowball English stemmer (PyStemmer).
+
+Determinism: chunks are indexed in chunk-id order and the vocabulary is numbered in sorted
+token order (bm25s numbers it in set order, which changes with ``PYTHONHASHSEED``), so two
+builds over the same chunks write byte-identical files. The folder is replaced atomically:
+the files are written to a temporary sibling folder that is then renamed into place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from indexfoundry.errors import IndexFoundryError, NotFound
+from indexfoundry.models.records import DocumentChunk
+from indexfoundry.storage.atomic import atomic_write_json, read_json
+from indexfoundry.storage.layout import RunLayout
+
+KEYWORD_SCHEMA_VERSION = 1
+STOPWORDS = "en"
+STEMMER_LANGUAGE = "english"
+# Lucene's BM25 variant with its usual parameters (what the BEIR BM25 baseline uses).
+BM25_PARAMS: dict[str, Any] = {"method": "lucene", "k1": 1.2, "b": 0.75}
+
+
+def _stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer(STEMMER_LANGUAGE)
+
+
+def tokenize(texts: list[str], stemmer: Any | None = None) -> list[list[str]]:
+    """Lowercased word tokens of each text, English stopwords removed, Snowball-stemmed."""
+    import bm25s
+
+    if not texts:
+        return []
+    tokens = bm25s.tokenize(
+        texts,
+        stopwords=STOPWORDS,
+        stemmer=stemmer or _stemmer(),
+        return_ids=False,
+        show_progress=False,
+    )
+    return [list(t) for t in tokens]
+
+
+def keyword_text(chunk: DocumentChunk) -> str:
+    """What the keyword index sees for a chunk: the same text as the embedder."""
+    return chunk.embedding_text()
+
+
+def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[Path]:
+    """Build and persist the BM25 index of ``chunks``; return its files, sorted."""
+    import bm25s
+    from bm25s.tokenization import Tokenized
+
+    ordered = sorted(chunks, key=lambda c: c.chunk_id)
+    target = layout.keyword_index_dir
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".bm25-", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; the index folder gets normal permissions
+    try:
+        if ordered:
+            corpus = tokenize([keyword_text(c) for c in ordered])
+            vocab = {token: i for i, token in enumerate(sorted({t for doc in corpus for t in doc} | {""}))}
+            ids = [[vocab[t] for t in doc] for doc in corpus]
+            retriever = bm25s.BM25(**BM25_PARAMS)
+            retriever.index(Tokenized(ids=ids, vocab=vocab), show_progress=False)
+            retriever.save(str(tmp), show_progress=False)
+            for path in tmp.iterdir():
+                with path.open("rb") as handle:
+                    os.fsync(handle.fileno())
+        atomic_write_json(
+            tmp / layout.keyword_ids.name,
+            {
+                "schema_version": KEYWORD_SCHEMA_VERSION,
+                "tokenizer": {"stopwords": STOPWORDS, "stemmer": STEMMER_LANGUAGE},
+                "bm25": BM25_PARAMS,
+                "chunk_ids": [c.chunk_id for c in ordered],
+            },
+        )
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=".bm25-old-", dir=target.parent))
+            os.replace(target, old / "bm25")
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return sorted(p for p in target.iterdir() if p.is_file())
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    """One BM25 match: chunk id and its BM25 score (always > 0)."""
+
+    chunk_id: str
+    score: float
+
+
+class KeywordIndex:
+    """A loaded BM25 index: ``search(query, k, mask)`` → best chunks first."""
+
+    def __init__(self, chunk_ids: list[str], retriever: Any) -> None:
+        self.chunk_ids = chunk_ids
+        self.position = {cid: i for i, cid in enumerate(chunk_ids)}
+        self._retriever = retriever
+        self._stemmer = _stemmer()
+
+    @classmethod
+    def load(cls, layout: RunLayout) -> KeywordIndex:
+        """Load the run's keyword index, or ``NOT_FOUND`` if the run has none."""
+        import bm25s
+
+        if not layout.keyword_ids.is_file():
+            raise NotFound(
+                f"run {layout.run_id} has no keyword index",
+                suggestion=f"Rebuild it with 'indexfoundry index --run-id {layout.run_id} --force'",
+            )
+        meta = read_json(layout.keyword_ids)
+        if int(meta.get("schema_version", 0)) > KEYWORD_SCHEMA_VERSION:
+            raise IndexFoundryError(
+                f"keyword index of run {layout.run_id} has schema_version {meta.get('schema_version')}, "
+                f"newer than this IndexFoundry understands ({KEYWORD_SCHEMA_VERSION})",
+                code="CONFIG_INVALID",
+                suggestion="Upgrade IndexFoundry, or rebuild the index with 'indexfoundry index --force'",
+            )
+        chunk_ids = [str(c) for c in meta["chunk_ids"]]
+        retriever = bm25s.BM25.load(str(layout.keyword_index_dir), show_progress=False) if chunk_ids else None
+        return cls(chunk_ids, retriever)
+
+    def __len__(self) -> int:
+        return len(self.chunk_ids)
+
+    def search(self, query: str, k: int, mask: np.ndarray[Any, Any] | None = None) -> list[KeywordHit]:
+        """Up to ``k`` chunks matching ``query``; with ``mask`` (1 keep, 0 drop per chunk) only kept ones."""
+        if self._retriever is None or k <= 0:
+            return []
+        tokens = tokenize([query], self._stemmer)
+        if not tokens or not tokens[0]:
+            return []
+        k = min(k, len(self.chunk_ids))
+        docs, scores = self._retriever.retrieve(
+            tokens,
+            k=k,
+            show_progress=False,
+            weight_mask=None if mask is None else np.asarray(mask, dtype=np.float32),
+        )
+        hits = [
+            KeywordHit(self.chunk_ids[int(doc)], float(score))
+            for doc, score in zip(docs[0], scores[0], strict=True)
+            if score > 0
+        ]
+        # Equal scores are ordered by chunk id, so results never depend on bm25s' tie order.
+        hits.sort(key=lambda h: (-h.score, h.chunk_id))
+        return hits

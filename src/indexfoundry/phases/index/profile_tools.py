@@ -1,0 +1,133 @@
+"""The design's ``indexfoundry_index_build_profile`` tool: write a run's retrieval profile.
+
+``served/retrieval_profile.json`` says which search modes a run offers, how hybrid search fuses
+its two rankings, which metadata fields may be filtered with which operators, and the security
+settings. The search service of every surface reads it, so a filter the profile does not
+allow is refused the same way over the CLI, HTTP and MCP.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from indexfoundry.errors import ConfigInvalid, NotFound
+from indexfoundry.models.base import Strict
+from indexfoundry.models.retrieval import (
+    AllowedFilter,
+    HybridConfig,
+    RerankerConfig,
+    RetrievalConfig,
+    RetrievalProfile,
+    SearchMode,
+    SecurityProfile,
+)
+from indexfoundry.retrieval.filters import known_field
+from indexfoundry.storage.atomic import atomic_write_json
+from indexfoundry.storage.layout import RunLayout, resolve_runs_dir
+from indexfoundry.tools import tool
+
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+
+class ProfileRetrievalConfig(Strict):
+    """The seed's ``retrieval_config`` (its defaults: top 10, hybrid only, RRF)."""
+
+    default_top_k: int = Field(default=10, ge=1, le=100, description="Results returned when a search gives no top_k")
+    search_modes: list[SearchMode] = Field(
+        default_factory=lambda: list[SearchMode](["hybrid"]),
+        min_length=1,
+        description="Search modes the run offers",
+    )
+    hybrid_config: HybridConfig | None = Field(
+        default=None, description="How hybrid search fuses semantic and keyword rankings"
+    )
+    reranker: RerankerConfig | None = Field(default=None, description="Reranking (not available yet: keep disabled)")
+
+
+class BuildProfileInput(Strict):
+    """Input of ``indexfoundry_index_build_profile`` (mirrors the seed's IndexBuildProfileInputSchema)."""
+
+    run_id: str = Field(pattern=UUID_PATTERN, description="Run whose retrieval profile is written")
+    retrieval_config: ProfileRetrievalConfig = Field(description="Retrieval parameters")
+    allowed_filters: list[AllowedFilter] | None = Field(
+        default=None, description="Filterable metadata fields (dotted chunk paths) and their operators"
+    )
+    security: SecurityProfile | None = Field(default=None, description="Authentication and namespace limits")
+
+
+class BuildProfileOutput(Strict):
+    success: bool = Field(description="The profile was written")
+    profile_path: str = Field(description="Path of the profile, relative to the run folder")
+    profile: RetrievalProfile = Field(description="The profile as written")
+
+
+def build_profile(payload: BuildProfileInput) -> RetrievalProfile:
+    """The retrieval profile a build-profile request describes (``CONFIG_INVALID`` if it cannot be honoured)."""
+    config = payload.retrieval_config
+    if config.reranker is not None and config.reranker.enabled:
+        raise ConfigInvalid(
+            "reranking is not available in this version",
+            suggestion="Leave retrieval_config.reranker.enabled false",
+        )
+    filters = payload.allowed_filters or []
+    seen: set[str] = set()
+    for flt in filters:
+        if not known_field(flt.field):
+            raise ConfigInvalid(
+                f"allowed_filters: '{flt.field}' is not a chunk field",
+                suggestion="Use a dotted chunk path such as source.uri, source.type, position.page, metadata.language",
+            )
+        if flt.field in seen:
+            raise ConfigInvalid(
+                f"allowed_filters: '{flt.field}' is listed twice", suggestion="List each field once with all its ops"
+            )
+        if not flt.operators:
+            raise ConfigInvalid(
+                f"allowed_filters: '{flt.field}' has no operators", suggestion="List at least one operator"
+            )
+        seen.add(flt.field)
+    return RetrievalProfile(
+        retrieval_config=RetrievalConfig(
+            default_top_k=config.default_top_k,
+            search_modes=list(dict.fromkeys(config.search_modes)),
+            hybrid_config=config.hybrid_config or HybridConfig(),
+            reranker=config.reranker or RerankerConfig(),
+        ),
+        allowed_filters=sorted(
+            (AllowedFilter(field=f.field, operators=sorted(set(f.operators))) for f in filters),
+            key=lambda f: f.field,
+        ),
+        security=payload.security or SecurityProfile(),
+    )
+
+
+@tool(
+    "indexfoundry_index_build_profile",
+    BuildProfileInput,
+    read_only=False,
+    destructive=False,
+    idempotent=True,
+    open_world=False,
+)
+def index_build_profile(
+    payload: BuildProfileInput, runs_dir: str | Path | None = None, **_context: Any
+) -> BuildProfileOutput:
+    """Define a run's retrieval parameters: search modes, hybrid fusion (alpha, rrf or weighted_sum),
+    the metadata fields that may be filtered and with which operators, and security settings.
+    Writes served/retrieval_profile.json; searches of the run follow it from then on."""
+    layout = RunLayout.existing(resolve_runs_dir(runs_dir), payload.run_id)
+    if not layout.vector_manifest.is_file():
+        raise NotFound(
+            f"run {payload.run_id} has no index yet",
+            suggestion=f"Run 'indexfoundry index --run-id {payload.run_id}' (or the whole pipeline) first",
+        )
+    profile = build_profile(payload)
+    atomic_write_json(layout.retrieval_profile, profile)
+    return BuildProfileOutput(
+        success=True,
+        profile_path=layout.retrieval_profile.relative_to(layout.root).as_posix(),
+        profile=profile,
+    )

@@ -1,0 +1,76 @@
+"""``indexfoundry eval``: retrieval quality (nDCG@10, recall@100, MRR@10) per search mode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from indexfoundry import api
+from indexfoundry.errors import ConfigInvalid
+from indexfoundry.retrieval.eval import METRICS, EvalResult, missed_thresholds, parse_thresholds, write_trec_run
+from indexfoundry.surfaces.cli.options import Json, RunsDir
+from indexfoundry.surfaces.cli.output import RichProgress
+
+
+def render(result: EvalResult) -> None:
+    typer.echo(f"run {result.run_id}, {result.queries} judged queries")
+    typer.echo(f"{'mode':<10}" + "".join(f"{m:>12}" for m in METRICS))
+    for mode, values in result.metrics.items():
+        typer.echo(f"{mode:<10}" + "".join(f"{values[m]:>12.4f}" for m in METRICS))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    def evaluate(
+        beir_dir: Path | None = typer.Argument(
+            None,
+            help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv), indexed through the pipeline.",
+            show_default=False,
+        ),
+        split: str = typer.Option("test", "--split", help="Qrels split of the BEIR folder."),
+        mode: str = typer.Option("all", "--mode", help="semantic | keyword | hybrid | all"),
+        runs_dir: Path | None = RunsDir,
+        run_id: str | None = typer.Option(None, "--run-id", help="Evaluate this existing run instead."),
+        queries: Path | None = typer.Option(None, "--queries", help="Queries (BEIR queries.jsonl or qid<TAB>text)."),
+        qrels: Path | None = typer.Option(None, "--qrels", help="Judgements (BEIR qrels TSV or TREC qrels)."),
+        embedding_model: str = typer.Option(
+            "local", "--embedding-model", help="Embedding model for indexing a BEIR folder ('hash' for keyword-only)."
+        ),
+        rankings: Path | None = typer.Option(
+            None, "--rankings", help="Write every mode's ranked document ids here (TREC run format, tag = mode)."
+        ),
+        minimum: list[str] = typer.Option(
+            [],
+            "--min",
+            help="METRIC=VALUE or MODE:METRIC=VALUE (repeatable): exit 1 when a metric is below it.",
+        ),
+        json_out: bool = Json,
+    ) -> None:
+        """Measure nDCG@10, recall@100 and MRR@10 of each search mode on judged queries."""
+        if mode not in ("semantic", "keyword", "hybrid", "all"):
+            raise ConfigInvalid(f"unknown mode '{mode}'", suggestion="Use semantic, keyword, hybrid or all")
+        thresholds = parse_thresholds(minimum)
+        result: EvalResult = api.evaluate(
+            beir_dir=beir_dir,
+            split=split,
+            run_id=run_id,
+            queries=queries,
+            qrels=qrels,
+            mode=mode,  # type: ignore[arg-type]
+            runs_dir=runs_dir,
+            embedding_model=embedding_model,
+            progress=RichProgress(enabled=None if not json_out else False),
+        )
+        if rankings is not None:
+            write_trec_run(result, rankings)
+        if json_out:
+            typer.echo(json.dumps(result.to_json(), indent=2))
+        else:
+            render(result)
+        missed = missed_thresholds(result.metrics, thresholds)
+        for line in missed:
+            typer.echo(f"below threshold: {line}", err=True)
+        if missed:
+            raise typer.Exit(1)

@@ -1,0 +1,50 @@
+"""Hybrid fusion: reciprocal rank fusion and alpha-weighted score fusion, checked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from indexfoundry.models.retrieval import HybridConfig
+from indexfoundry.retrieval.service import fuse, rrf_fuse, weighted_fuse
+
+
+def test_rrf_adds_one_over_k_plus_rank_from_each_list():
+    semantic = [("a", 0.9), ("b", 0.8), ("c", 0.1)]
+    keyword = [("c", 12.0), ("a", 3.0)]
+    fused = dict(rrf_fuse([semantic, keyword], k=60))
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused["b"] == pytest.approx(1 / 62)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert [cid for cid, _ in rrf_fuse([semantic, keyword], k=60)] == ["a", "c", "b"]
+
+
+def test_rrf_ignores_raw_scores_and_breaks_ties_by_chunk_id():
+    fused = rrf_fuse([[("z", 100.0)], [("y", 0.001)]], k=60)
+    assert fused == [("y", pytest.approx(1 / 61)), ("z", pytest.approx(1 / 61))]
+
+
+def test_weighted_sum_min_max_normalises_each_list_and_weights_by_alpha():
+    semantic = [("a", 0.9), ("b", 0.5), ("c", 0.1)]  # normalised: a 1, b 0.5, c 0
+    keyword = [("c", 10.0), ("b", 5.0)]  # normalised: c 1, b 0
+    fused = dict(weighted_fuse(semantic, keyword, alpha=0.7))
+    assert fused["a"] == pytest.approx(0.7)
+    assert fused["b"] == pytest.approx(0.35)
+    assert fused["c"] == pytest.approx(0.3)
+
+
+def test_alpha_one_is_pure_semantic_order_and_alpha_zero_pure_keyword_order():
+    semantic = [("a", 0.9), ("b", 0.5), ("c", 0.1)]
+    keyword = [("c", 10.0), ("b", 5.0), ("a", 1.0)]
+    assert [cid for cid, _ in weighted_fuse(semantic, keyword, 1.0)] == ["a", "b", "c"]
+    assert [cid for cid, _ in weighted_fuse(semantic, keyword, 0.0)] == ["c", "b", "a"]
+
+
+def test_a_single_candidate_list_with_equal_scores_normalises_to_one():
+    assert weighted_fuse([("a", 0.4)], [], 0.5) == [("a", pytest.approx(0.5))]
+
+
+def test_fuse_follows_the_profiles_fusion_method():
+    semantic = [("a", 0.9), ("b", 0.1)]
+    keyword = [("b", 9.0)]
+    assert fuse(semantic, keyword, HybridConfig(fusion_method="rrf", rrf_k=1))[0][0] == "b"  # 1/2 + 1/3 > 1/2
+    assert fuse(semantic, keyword, HybridConfig(fusion_method="weighted_sum", alpha=0.9))[0][0] == "a"

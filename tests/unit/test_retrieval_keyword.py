@@ -1,0 +1,107 @@
+"""The BM25 keyword index: stemmed matching, filter masks, byte-identical rebuilds."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.records import DocumentChunk
+from indexfoundry.phases.index.keyword import KeywordIndex, build_keyword_index
+from indexfoundry.storage.hashing import chunk_id_for, sha256_text
+from indexfoundry.storage.layout import RunLayout
+
+TEXTS = {
+    "cats": "The cat sat on the mat while other cats were sleeping.",
+    "dogs": "Dogs are running in the park and chasing balls.",
+    "both": "A cat and a dog play together in the garden.",
+    "theme": "Set the theme colours and fonts in the configuration file.",
+}
+
+
+def make_chunk(name: str, text: str) -> DocumentChunk:
+    doc_id = sha256_text(name)
+    return DocumentChunk.model_validate(
+        {
+            "doc_id": doc_id,
+            "chunk_id": chunk_id_for(doc_id, 0, len(text)),
+            "chunk_index": 0,
+            "source": {"type": "txt", "uri": f"docs/{name}.txt", "content_hash": doc_id},
+            "content": {"text": text, "text_hash": sha256_text(text), "char_count": len(text), "token_count_approx": 1},
+            "position": {"byte_start": 0, "byte_end": len(text)},
+            "metadata": {"content_type": "text/plain"},
+        }
+    )
+
+
+CHUNKS = {name: make_chunk(name, text) for name, text in TEXTS.items()}
+ID = {name: c.chunk_id for name, c in CHUNKS.items()}
+
+
+def layout_at(root: Path) -> RunLayout:
+    return RunLayout(root / "01890a5d-ac96-774b-bcce-b302099a8057")
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def test_stemming_matches_other_word_forms_and_stopwords_match_nothing(tmp_path: Path):
+    layout = layout_at(tmp_path)
+    build_keyword_index(layout, list(CHUNKS.values()))
+    index = KeywordIndex.load(layout)
+    hits = index.search("running dog", 10)
+    assert [h.chunk_id for h in hits][:1] == [ID["dogs"]]
+    assert {h.chunk_id for h in hits} == {ID["dogs"], ID["both"]}
+    assert all(h.score > 0 for h in hits)
+    assert index.search("the and of", 10) == []
+    assert index.search("zebra", 10) == []
+
+
+def test_a_mask_keeps_only_the_allowed_chunks(tmp_path: Path):
+    layout = layout_at(tmp_path)
+    build_keyword_index(layout, list(CHUNKS.values()))
+    index = KeywordIndex.load(layout)
+    mask = np.array([cid != ID["cats"] for cid in index.chunk_ids], dtype=np.float32)
+    assert [h.chunk_id for h in index.search("cat", 10, mask)] == [ID["both"]]
+
+
+def test_rebuilding_in_another_order_and_hash_seed_writes_byte_identical_files(tmp_path: Path):
+    first = layout_at(tmp_path / "a")
+    build_keyword_index(first, list(CHUNKS.values()))
+    second = layout_at(tmp_path / "b")
+    script = (
+        "import sys; from pathlib import Path; "
+        "from tests.unit.test_retrieval_keyword import CHUNKS, layout_at; "
+        "from indexfoundry.phases.index.keyword import build_keyword_index; "
+        "build_keyword_index(layout_at(Path(sys.argv[1])), list(reversed(list(CHUNKS.values()))))"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "b")],
+        check=True,
+        cwd=repo,
+        env={"PYTHONHASHSEED": "12345", "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert digest(first.keyword_index_dir) == digest(second.keyword_index_dir)
+    build_keyword_index(first, list(CHUNKS.values()))  # rebuild in place replaces the folder
+    assert digest(first.keyword_index_dir) == digest(second.keyword_index_dir)
+
+
+def test_an_empty_run_has_an_empty_keyword_index(tmp_path: Path):
+    layout = layout_at(tmp_path)
+    files = build_keyword_index(layout, [])
+    assert [p.name for p in files] == ["chunk_ids.json"]
+    assert KeywordIndex.load(layout).search("anything", 5) == []
+
+
+def test_a_run_without_keyword_index_is_not_found(tmp_path: Path):
+    with pytest.raises(IndexFoundryError) as caught:
+        KeywordIndex.load(layout_at(tmp_path))
+    assert caught.value.code == "NOT_FOUND"
