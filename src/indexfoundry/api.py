@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from indexfoundry.errors import ConfigInvalid, RunNotFound
 from indexfoundry.models.config import (
@@ -16,9 +16,18 @@ from indexfoundry.models.config import (
 )
 from indexfoundry.models.manifests import PipelineRunOutput
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResponse
+from indexfoundry.pipeline.cleanup import RunCleanupOutput
+from indexfoundry.pipeline.diff import RunDiffOutput
+from indexfoundry.pipeline.llms import LlmsTxtOutput
 from indexfoundry.pipeline.runner import create_run, execute, load_run_config, new_run_id
 from indexfoundry.pipeline.runs import RunListItem, RunStatusOutput, latest_run, list_runs, run_status
 from indexfoundry.storage.layout import PHASES, RunLayout, resolve_runs_dir
+
+if TYPE_CHECKING:
+    from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeEndpoint
+    from indexfoundry.phases.serve.models import ServeOpenapiOutput, ServerStatus, ServeStartOutput, ServeStopOutput
+    from indexfoundry.retrieval.eval import EvalResult
+    from indexfoundry.retrieval.service import SearchService
 
 
 def runs_dir_for(runs_dir: str | Path | None = None, global_config: GlobalConfig | None = None) -> Path:
@@ -57,21 +66,67 @@ def pipeline_run(
     force: bool = False,
     progress: Any = None,
     embedder: Any = None,
+    base: str | None = None,
 ) -> PipelineRunOutput:
-    """Run the whole pipeline: a new run, or with ``run_id`` a rerun of that run in place."""
+    """Run the whole pipeline: a new run, or with ``run_id`` a rerun of that run in place.
+
+    With ``base`` (a run id or 'latest'), the new run reuses everything unchanged from that
+    run by content hash; its artifacts equal those of a run from scratch. A rerun of a run
+    that was created with a base uses that base again (e.g. resuming a killed run).
+    """
     glob = load_global_config()
     cfg = load_config(config, glob)
     root = runs_dir_for(runs_dir, glob)
+    base_layout = _base_layout(root, base)
     rid = run_id or cfg.run_id
     if rid is not None:
         layout = RunLayout.for_run(root, rid)
         if not layout.manifest.is_file():
-            create_run(layout, cfg)
+            create_run(layout, cfg, base_run_id=base_layout.run_id if base_layout else None)
+        elif base_layout is None:
+            base_layout = _recorded_base(layout)
     else:
         layout = RunLayout.for_run(root, new_run_id())
-        create_run(layout, cfg)
+        create_run(layout, cfg, base_run_id=base_layout.run_id if base_layout else None)
+    if base_layout is not None and base_layout.run_id == layout.run_id:
+        raise ConfigInvalid("a run cannot be its own base", suggestion="Pass another run id to --base")
     forced = PHASES if (force or cfg.force) else ()
-    return execute(layout, cfg, global_config=glob, force_phases=forced, progress=progress, embedder_override=embedder)
+    output = execute(
+        layout,
+        cfg,
+        global_config=glob,
+        force_phases=forced,
+        progress=progress,
+        embedder_override=embedder,
+        base_layout=base_layout,
+    )
+    if cfg.serve.auto_start and output.status != "failed":
+        # Serves 'latest': a server already started this way switches to the new run by itself.
+        started = serve_start("latest", runs_dir=root, host=cfg.serve.host, port=cfg.serve.port or 8080)
+        output.retrieval_endpoint = started.retrieval_endpoint
+    return output
+
+
+def _base_layout(root: Path, base: str | None) -> RunLayout | None:
+    """The base run of an incremental run. 'latest' with no completed run yet means a full run
+    (so a nightly ``--base latest`` also works the first night); a named run must exist."""
+    if base is None:
+        return None
+    if base == "latest":
+        found = latest_run(root)
+        return RunLayout.existing(root, found) if found is not None else None
+    return RunLayout.existing(root, base)
+
+
+def _recorded_base(layout: RunLayout) -> RunLayout | None:
+    """The base run recorded in a run's manifest, when it still exists."""
+    from indexfoundry.pipeline.manifest import load_manifest
+
+    base_id = load_manifest(layout).base_run_id
+    if base_id is None:
+        return None
+    base = RunLayout.for_run(layout.runs_dir, base_id)
+    return base if base.manifest.is_file() else None
 
 
 def run_phase(
@@ -94,6 +149,7 @@ def run_phase(
         layout,
         cfg,
         global_config=glob,
+        base_layout=_recorded_base(layout),
         phases=[phase],
         force_phases=[phase] if force else [],
         progress=progress,
@@ -109,15 +165,51 @@ def search(
     top_k: int = 10,
     mode: SearchMode = "semantic",
     filters: list[SearchFilter] | None = None,
+    offset: int = 0,
     embedder: Any = None,
 ) -> SearchResponse:
     """Search one run."""
+    service = search_service(run_id, runs_dir=runs_dir, embedder=embedder)
+    return service.search(SearchRequest(query=query, top_k=top_k, mode=mode, filters=filters or [], offset=offset))
+
+
+def search_service(run_id: str, *, runs_dir: str | Path | None = None, embedder: Any = None) -> SearchService:
+    """The run's ``SearchService``: open it once to answer many queries with one loaded model."""
     from indexfoundry.retrieval.service import open_service
 
     root = runs_dir_for(runs_dir)
     layout = RunLayout.existing(root, resolve_run_id(root, run_id))
-    service = open_service(layout, embedder)
-    return service.search(SearchRequest(query=query, top_k=top_k, mode=mode, filters=filters or []))
+    return open_service(layout, embedder)
+
+
+def evaluate(
+    *,
+    beir_dir: str | Path | None = None,
+    split: str = "test",
+    run_id: str | None = None,
+    queries: str | Path | None = None,
+    qrels: str | Path | None = None,
+    mode: Literal["semantic", "keyword", "hybrid", "all"] = "all",
+    runs_dir: str | Path | None = None,
+    embedding_model: str = "local",
+    progress: Any = None,
+    embedder: Any = None,
+) -> EvalResult:
+    """nDCG@10 / recall@100 / MRR@10 per mode: index a BEIR folder through the pipeline, or use a run."""
+    from indexfoundry.retrieval.eval import evaluate as run_evaluation
+
+    return run_evaluation(
+        beir_dir=Path(beir_dir) if beir_dir is not None else None,
+        split=split,
+        run_id=run_id,
+        queries=Path(queries) if queries is not None else None,
+        qrels=Path(qrels) if qrels is not None else None,
+        mode=mode,
+        runs_dir=runs_dir_for(runs_dir),
+        embedding_model=embedding_model,
+        progress=progress,
+        embedder=embedder,
+    )
 
 
 def status(run_id: str, *, runs_dir: str | Path | None = None) -> RunStatusOutput:
@@ -141,3 +233,130 @@ def runs(
 def config_schema() -> dict[str, Any]:
     """JSON Schema of the pipeline config file."""
     return pipeline_config_schema()
+
+
+def diff(
+    run_id_a: str, run_id_b: str, *, runs_dir: str | Path | None = None, include_chunks: bool = False
+) -> RunDiffOutput:
+    """The seed's run_diff: what changed from run A to run B (timing fields ignored)."""
+    from indexfoundry.pipeline.diff import run_diff
+
+    root = runs_dir_for(runs_dir)
+    a = RunLayout.existing(root, resolve_run_id(root, run_id_a))
+    b = RunLayout.existing(root, resolve_run_id(root, run_id_b))
+    return run_diff(a, b, include_chunks=include_chunks)
+
+
+def cleanup(
+    *,
+    runs_dir: str | Path | None = None,
+    older_than_days: int = 30,
+    keep_manifests: bool = True,
+    dry_run: bool = True,
+    max_runs: int | None = None,
+) -> RunCleanupOutput:
+    """The seed's run_cleanup; ``max_runs`` defaults to the global config's ``storage.max_runs``."""
+    from indexfoundry.pipeline.cleanup import cleanup_runs
+
+    glob = load_global_config()
+    return cleanup_runs(
+        runs_dir_for(runs_dir, glob),
+        older_than_days=older_than_days,
+        keep_manifests=keep_manifests,
+        dry_run=dry_run,
+        max_runs=max_runs if max_runs is not None else glob.storage.max_runs,
+    )
+
+
+def export_llms_txt(
+    run_id: str, *, runs_dir: str | Path | None = None, out_dir: str | Path | None = None, title: str | None = None
+) -> LlmsTxtOutput:
+    """Write llms.txt, llms-full.txt and their pages for a run (default folder: its served/)."""
+    from indexfoundry.pipeline.llms import export_llms_txt as export
+
+    root = runs_dir_for(runs_dir)
+    layout = RunLayout.existing(root, resolve_run_id(root, run_id))
+    return export(layout, Path(out_dir) if out_dir is not None else None, title)
+
+
+# ---------------------------------------------------------------- serve (HTTP API)
+def serve_openapi(
+    run_id: str,
+    *,
+    runs_dir: str | Path | None = None,
+    api_info: ApiInfo | None = None,
+    endpoints: list[ServeEndpoint] | None = None,
+    include_schemas: bool = True,
+) -> ServeOpenapiOutput:
+    """The seed's serve_openapi: write ``served/openapi.json`` from the same app the server runs."""
+    from indexfoundry.phases.serve.control import write_openapi
+
+    root = runs_dir_for(runs_dir)
+    layout = RunLayout.existing(root, resolve_run_id(root, run_id))
+    return write_openapi(
+        layout, load_run_config(layout).serve, api_info=api_info, endpoints=endpoints, include_schemas=include_schemas
+    )
+
+
+def serve_start(
+    run_id: str,
+    *,
+    runs_dir: str | Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    cors_origins: list[str] | None = None,
+    rate_limit: RateLimitConfig | None = None,
+    log_requests: bool | None = None,
+) -> ServeStartOutput:
+    """The seed's serve_start: the HTTP API in a background process; returns once it answers.
+    ``run_id`` may be 'latest': the server then switches to each newly completed run."""
+    from indexfoundry.phases.serve.control import start_background
+
+    return start_background(
+        runs_dir_for(runs_dir),
+        run_id,
+        host=host,
+        port=port,
+        cors_origins=cors_origins,
+        rate_limit=rate_limit,
+        log_requests=log_requests,
+    )
+
+
+def serve_foreground(
+    run_id: str,
+    *,
+    runs_dir: str | Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    cors_origins: list[str] | None = None,
+    rate_limit: RateLimitConfig | None = None,
+    log_requests: bool | None = None,
+) -> None:
+    """Run the HTTP API in this process until SIGINT/SIGTERM (graceful shutdown)."""
+    from indexfoundry.phases.serve import control
+
+    settings = control.http_settings(
+        runs_dir_for(runs_dir),
+        run_id,
+        host=host,
+        port=port,
+        cors_origins=cors_origins,
+        rate_limit=rate_limit,
+        log_requests=log_requests,
+    )
+    control.run_server(settings)
+
+
+def serve_status(*, runs_dir: str | Path | None = None) -> list[ServerStatus]:
+    """HTTP servers running for this runs folder."""
+    from indexfoundry.phases.serve.control import server_status
+
+    return server_status(runs_dir_for(runs_dir))
+
+
+def serve_stop(*, runs_dir: str | Path | None = None, port: int | None = None) -> ServeStopOutput:
+    """Stop the server on ``port`` (default: all servers of this runs folder)."""
+    from indexfoundry.phases.serve.control import stop_servers
+
+    return stop_servers(runs_dir_for(runs_dir), port)

@@ -68,6 +68,8 @@ class PhaseContext:
     # Test and library hook: an embedder instance to use instead of the configured one.
     embedder_override: Any = None
     base_layout: RunLayout | None = None
+    # Items a phase took unchanged from the base run, by phase name (see pipeline/reuse.py).
+    reuse_counts: dict[str, int] = field(default_factory=dict)
     errors: list[ErrorRecord] = field(default_factory=list)
     log: Callable[[str], None] = field(default=lambda message: print(message, file=sys.stderr))
 

@@ -12,14 +12,18 @@ phase's outputs changed (and skip when a forced rerun produced identical artifac
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import uuid6
 
 from indexfoundry import __version__
-from indexfoundry.errors import IndexFoundryError
+from indexfoundry.errors import IndexFoundryError, storage_full
 from indexfoundry.models.config import GlobalConfig, PipelineConfig
 from indexfoundry.models.manifests import (
     ErrorRecord,
@@ -33,8 +37,10 @@ from indexfoundry.models.manifests import (
     Timing,
     Totals,
 )
-from indexfoundry.phases.base import NullProgress, Phase, PhaseContext
+from indexfoundry.phases.base import NullProgress, Phase, PhaseContext, PhaseOutcome
 from indexfoundry.pipeline.clock import monotonic_ms, utc_now
+from indexfoundry.pipeline.inuse import in_use
+from indexfoundry.pipeline.locks import shared_store_lock
 from indexfoundry.pipeline.manifest import (
     artifact_record,
     artifacts_verify,
@@ -129,6 +135,8 @@ def _run_phase(ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bo
     started = monotonic_ms()
     started_at = utc_now()
     ctx.errors = []
+    # A forced phase redoes its work: nothing is taken from a base run (pipeline/reuse.py).
+    ctx.force = force
     try:
         inputs = phase.input_hashes(ctx)
         config_hash, fingerprint = _fingerprint(phase, ctx.config, inputs)
@@ -166,7 +174,13 @@ def _run_phase(ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bo
         manifest.status = "running"
         save_manifest(ctx.layout, manifest)
         ctx.event("phase_started", phase=phase.name, forced=force)
-        outcome = phase.run(ctx)
+        try:
+            outcome = _run_with_test_delay(ctx, phase)
+        except (OSError, sqlite3.Error) as exc:  # a full disk fails the phase with a clear, recoverable error
+            full = storage_full(exc)
+            if full is None:
+                raise
+            raise full from exc
     except IndexFoundryError as error:
         if not ctx.errors or ctx.errors[-1].message != error.message:
             ctx.errors.append(ErrorRecord.from_error(error, phase=phase.name))
@@ -194,6 +208,16 @@ def _run_phase(ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bo
             failed,
         )
     duration = monotonic_ms() - started
+    reused, new = outcome.reused, outcome.new
+    if ctx.base_layout is not None:
+        from indexfoundry.pipeline.reuse import reuse_counts
+
+        reused, new = reuse_counts(
+            phase.name,
+            ctx,
+            PhaseResult(status="completed", duration_ms=0, artifacts_created=0, reused=reused, new=new),
+            outcome.output_count,
+        )
     artifacts = sorted(
         (
             artifact_record(ctx.layout, path, outcome.record_counts.get(path.relative_to(ctx.layout.root).as_posix()))
@@ -209,7 +233,7 @@ def _run_phase(ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bo
             "outputs": HashList(count=outcome.output_count, hashes=sorted(a.sha256 for a in artifacts)),
             "artifacts": artifacts,
             "stats": outcome.stats,
-            "details": outcome.details,
+            "details": {**outcome.details, "reused": reused, "new": new},
             "errors": list(ctx.errors),
         }
     )
@@ -220,11 +244,75 @@ def _run_phase(ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bo
             duration_ms=duration,
             artifacts_created=len(artifacts),
             errors=[e.message for e in ctx.errors],
-            reused=outcome.reused,
-            new=outcome.new,
+            reused=reused,
+            new=new,
         ),
         done,
     )
+
+
+# Test-only hook (used by the kill tests, never set in normal use): pause a phase so that a
+# test can SIGKILL the process while the phase is under way. Format "phase:seconds[,...]".
+# The phase sleeps at its first progress step (mid-phase: some work done, nothing committed),
+# or, for a phase that reports no progress, after its work and before its manifest commit.
+TEST_PHASE_DELAY_ENV = "INDEXFOUNDRY_TEST_PHASE_DELAY"
+
+
+def _test_delay(phase: str) -> float:
+    spec = os.environ.get(TEST_PHASE_DELAY_ENV, "")
+    for part in spec.split(","):
+        name, _, seconds = part.partition(":")
+        if name.strip() == phase:
+            try:
+                return float(seconds)
+            except ValueError:
+                return 0.0
+    return 0.0
+
+
+class _DelayingProgress:
+    """Wraps the progress reporter; sleeps once, at the phase's first progress step."""
+
+    def __init__(self, inner: Any, pause: Any) -> None:
+        self.inner = inner
+        self.pause = pause
+
+    @contextlib.contextmanager
+    def task(self, description: str, total: int | None) -> Iterator[Any]:
+        with self.inner.task(description, total) as task:
+            yield _DelayingTask(task, self.pause)
+
+
+class _DelayingTask:
+    def __init__(self, inner: Any, pause: Any) -> None:
+        self.inner = inner
+        self.pause = pause
+
+    def advance(self, amount: int = 1) -> None:
+        self.inner.advance(amount)
+        self.pause()
+
+
+def _run_with_test_delay(ctx: PhaseContext, phase: Phase) -> PhaseOutcome:
+    seconds = _test_delay(phase.name)
+    if seconds <= 0:
+        return phase.run(ctx)
+    paused: list[bool] = []
+
+    def pause() -> None:
+        if not paused:
+            paused.append(True)
+            ctx.event("test_phase_delay", phase=phase.name, seconds=seconds)
+            time.sleep(seconds)
+
+    original = ctx.progress
+    ctx.progress = _DelayingProgress(original, pause)
+    try:
+        outcome = phase.run(ctx)
+    finally:
+        ctx.progress = original
+    pause()
+    return outcome
 
 
 def _totals(manifest: RunManifest) -> Totals:
@@ -274,19 +362,29 @@ def execute(
             base_layout=base_layout,
         )
         failed = False
-        for name in phases:
-            phase = get_phase(name)
-            outcome = _run_phase(ctx, manifest, phase, force=name in forced)
-            results[phase.name] = outcome.result
-            if outcome.manifest is not None:
-                manifest.phases[phase.name] = outcome.manifest
-                manifest.timing.phase_durations[phase.name] = outcome.result.duration_ms
-            manifest.current_phase = None
-            if outcome.result.status == "failed":
-                failed = True
-                break
-            manifest.totals = _totals(manifest)
-            save_manifest(layout, manifest)
+        if base_layout is not None:
+            manifest.base_run_id = manifest.base_run_id or base_layout.run_id
+        base_mark = in_use(layout.runs_dir, base_layout.run_id, "base") if base_layout else contextlib.nullcontext()
+        with base_mark:
+            for name in phases:
+                phase = get_phase(name)
+                lock = (
+                    shared_store_lock(layout.runs_dir, config.index.vector_db)
+                    if name == "index"
+                    else contextlib.nullcontext()
+                )
+                with lock:
+                    outcome = _run_phase(ctx, manifest, phase, force=name in forced)
+                results[phase.name] = outcome.result
+                if outcome.manifest is not None:
+                    manifest.phases[phase.name] = outcome.manifest
+                    manifest.timing.phase_durations[phase.name] = outcome.result.duration_ms
+                manifest.current_phase = None
+                if outcome.result.status == "failed":
+                    failed = True
+                    break
+                manifest.totals = _totals(manifest)
+                save_manifest(layout, manifest)
         manifest.totals = _totals(manifest)
         complete = all(
             (done := manifest.phases.get(cast(PhaseName, p))) is not None and done.status == "completed" for p in PHASES

@@ -16,13 +16,15 @@ from indexfoundry.storage.layout import PHASES, RunLayout, is_run_id
 
 
 class PhaseStatusView(Strict):
-    status: Literal["pending", "running", "completed", "failed"]
-    started_at: str | None = None
-    completed_at: str | None = None
-    duration_ms: int | None = None
-    outputs: int = 0
-    errors: int = 0
-    stats: dict[str, object] = Field(default_factory=dict)
+    status: Literal["pending", "running", "completed", "failed"] = Field(description="Phase status")
+    started_at: str | None = Field(default=None, description="ISO 8601 start time")
+    completed_at: str | None = Field(default=None, description="ISO 8601 end time")
+    duration_ms: int | None = Field(default=None, description="Wall time of the phase")
+    outputs: int = Field(default=0, description="Output count")
+    errors: int = Field(default=0, description="Errors met")
+    reused: int | None = Field(default=None, description="Items reused (base run, caches) when it last ran")
+    new: int | None = Field(default=None, description="Items computed when it last ran")
+    stats: dict[str, object] = Field(default_factory=dict, description="Phase statistics")
 
 
 class RunStatusOutput(Strict):
@@ -69,6 +71,8 @@ def run_status(layout: RunLayout) -> RunStatusOutput:
             duration_ms=phase.duration_ms,
             outputs=phase.outputs.count,
             errors=len(phase.errors),
+            reused=phase.details.get("reused"),
+            new=phase.details.get("new"),
             stats=phase.stats,
         )
         errors.extend(phase.errors)

@@ -8,7 +8,7 @@ runs/<run_id>/
   normalized/ chunks.jsonl, dedupe_report.json, metadata_enrichment.json
   indexed/    embeddings.jsonl, upsert_stats.json, vector_manifest.json, chroma/
   served/     openapi.json, retrieval_profile.json
-  logs/       events.ndjson, errors.ndjson
+  logs/       events.ndjson, errors.ndjson, requests.ndjson
 ```
 """
 
@@ -179,9 +179,27 @@ class RunLayout:
     def chroma_dir(self) -> Path:
         return self.indexed_dir / "chroma"
 
+    # Embedded vector stores other than Chroma (used when no path/uri is configured).
+    @property
+    def local_store_dir(self) -> Path:
+        return self.indexed_dir / "local"
+
+    @property
+    def qdrant_dir(self) -> Path:
+        return self.indexed_dir / "qdrant"
+
+    @property
+    def milvus_file(self) -> Path:
+        return self.indexed_dir / "milvus.db"
+
     @property
     def keyword_index_dir(self) -> Path:
         return self.indexed_dir / "bm25"
+
+    @property
+    def keyword_ids(self) -> Path:
+        """Chunk ids in BM25 row order, plus the tokenizer settings (the other files are bm25s')."""
+        return self.keyword_index_dir / "chunk_ids.json"
 
     # served/
     @property
@@ -196,6 +214,19 @@ class RunLayout:
     def retrieval_profile(self) -> Path:
         return self.served_dir / "retrieval_profile.json"
 
+    # llms.txt export (default folder: served/; any folder can be passed)
+    @staticmethod
+    def llms_txt(out_dir: Path) -> Path:
+        return out_dir / "llms.txt"
+
+    @staticmethod
+    def llms_full_txt(out_dir: Path) -> Path:
+        return out_dir / "llms-full.txt"
+
+    @staticmethod
+    def llms_pages_dir(out_dir: Path) -> Path:
+        return out_dir / "pages"
+
     # logs/
     @property
     def logs_dir(self) -> Path:
@@ -208,6 +239,11 @@ class RunLayout:
     @property
     def errors_log(self) -> Path:
         return self.logs_dir / "errors.ndjson"
+
+    @property
+    def requests_log(self) -> Path:
+        """HTTP API request log (one line per request while the run is served)."""
+        return self.logs_dir / "requests.ndjson"
 
     def create(self) -> None:
         """Create the run folder and its phase subfolders."""
@@ -229,3 +265,30 @@ class RunLayout:
 def cache_dir(runs_dir: Path) -> Path:
     """Folder for caches shared by the runs of one runs folder (embedding cache...)."""
     return runs_dir / CACHE_DIR_NAME
+
+
+INUSE_DIR_NAME = ".inuse"
+LOCKS_DIR_NAME = ".locks"
+
+
+def inuse_dir(runs_dir: Path) -> Path:
+    """Folder of 'run in use' marks (served, used as a base); cleanup never removes those runs."""
+    return runs_dir / INUSE_DIR_NAME
+
+
+SERVERS_DIR_NAME = ".servers"
+
+
+def servers_dir(runs_dir: Path) -> Path:
+    """Folder of pid files of HTTP servers serving runs of this runs folder (``serve status``/``stop``)."""
+    return runs_dir / SERVERS_DIR_NAME
+
+
+def server_pid_file(runs_dir: Path, port: int) -> Path:
+    """Pid file of the HTTP server listening on ``port``."""
+    return servers_dir(runs_dir) / f"{port}.json"
+
+
+def locks_dir(runs_dir: Path) -> Path:
+    """Folder of lock files for things several runs share (e.g. a configured vector store)."""
+    return runs_dir / LOCKS_DIR_NAME

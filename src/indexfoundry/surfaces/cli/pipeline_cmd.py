@@ -35,10 +35,19 @@ def run(
     config: Path = typer.Argument(..., help="Pipeline config file (YAML or JSON).", show_default=False),
     runs_dir: Path | None = RunsDir,
     run_id: str | None = typer.Option(None, "--run-id", help="Rerun this run in place, skipping what did not change."),
+    base: str | None = typer.Option(
+        None,
+        "--base",
+        help="Incremental run: a new run reusing everything unchanged from this run id ('latest': the newest "
+        "completed run).",
+    ),
     force: bool = Force,
     json_out: bool = Json,
 ) -> None:
     """Run connect → extract → normalize → index → serve for CONFIG.
+
+    With --base, only what changed since that run is extracted and embedded again; the new
+    run's artifacts are the same as a run from scratch.
 
     Exit code 0 when the run completed, 1 when it failed or ended partial (some documents failed).
     """
@@ -48,6 +57,7 @@ def run(
         run_id=run_id,
         force=force,
         progress=RichProgress(enabled=None if not json_out else False),
+        base=base,
     )
     if json_out:
         print_json(output)

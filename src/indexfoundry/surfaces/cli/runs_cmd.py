@@ -25,11 +25,16 @@ def status(
         print_json(out)
         return
     typer.echo(f"run {out.run_id}  {out.status}  created {out.created_at}")
+    if out.base_run_id:
+        typer.echo(f"  base run {out.base_run_id}")
     if out.died_in_phase:
         typer.echo(f"  the process running this run died during '{out.died_in_phase}'; rerun it to resume")
     for name, phase in out.phases.items():
         duration = f"{phase.duration_ms / 1000:.2f}s" if phase.duration_ms is not None else "-"
-        typer.echo(f"  {name:<10} {phase.status:<10} {duration:>8}  outputs {phase.outputs}  errors {phase.errors}")
+        reuse = f"  reused {phase.reused} new {phase.new}" if phase.reused is not None else ""
+        typer.echo(
+            f"  {name:<10} {phase.status:<10} {duration:>8}  outputs {phase.outputs}  errors {phase.errors}{reuse}"
+        )
     for error in out.errors[:20]:
         typer.echo(f"  ! {error.code} {error.uri or ''}: {error.message}")
     if len(out.errors) > 20:
@@ -58,3 +63,88 @@ def list_(
         typer.echo("no runs")
     for item in items:
         typer.echo(f"{item.run_id}  {item.status:<9} {item.created_at}  chunks {item.chunks}  errors {item.errors}")
+
+
+@app.command("diff")
+def diff(
+    run_a: str = typer.Argument(..., help="First (older) run id, or 'latest'.", show_default=False),
+    run_b: str = typer.Argument(..., help="Second (newer) run id, or 'latest'.", show_default=False),
+    runs_dir: Path | None = RunsDir,
+    include_chunks: bool = typer.Option(
+        False, "--include-chunks", help="Also list chunks added/removed/modified per document, with text diffs."
+    ),
+    fmt: str = typer.Option("text", "--format", help="text | markdown (a pull request comment) | json"),
+    json_out: bool = Json,
+    exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when the runs differ (like git diff)."),
+) -> None:
+    """What changed from run A to run B: config keys, artifacts per phase and, optionally, chunks.
+
+    Timing fields (start/end times, durations) never count as differences.
+    """
+    from indexfoundry.errors import ConfigInvalid
+    from indexfoundry.pipeline.diff import render_markdown, render_text
+
+    if fmt not in ("text", "markdown", "json"):
+        raise ConfigInvalid(f"unknown format '{fmt}'", suggestion="Use text, markdown or json")
+    out = api.diff(run_a, run_b, runs_dir=runs_dir, include_chunks=include_chunks)
+    if json_out or fmt == "json":
+        print_json(out)
+    elif fmt == "markdown":
+        typer.echo(render_markdown(out), nl=False)
+    else:
+        typer.echo(render_text(out), nl=False)
+    if exit_code and not out.identical:
+        raise typer.Exit(1)
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+@app.command("cleanup")
+def cleanup(
+    runs_dir: Path | None = RunsDir,
+    older_than_days: int = typer.Option(30, "--older-than-days", min=1, help="Remove runs older than this."),
+    keep_manifests: bool = typer.Option(
+        True, "--keep-manifests/--no-keep-manifests", help="Keep manifest.json and config.json of removed runs."
+    ),
+    dry_run: bool = typer.Option(
+        True, "--dry-run/--no-dry-run", help="Only show what would be removed (default). --no-dry-run removes."
+    ),
+    max_runs: int | None = typer.Option(
+        None, "--max-runs", min=1, help="Keep at most this many runs, oldest removed first (default: storage.max_runs)."
+    ),
+    json_out: bool = Json,
+) -> None:
+    """Remove old runs to free disk space. Dry run unless --no-dry-run.
+
+    Never removes a run that is being served, used as the base of a run in progress, being
+    worked on by a pipeline, or the newest completed run; never touches anything outside the
+    runs folder.
+    """
+    out = api.cleanup(
+        runs_dir=runs_dir,
+        older_than_days=older_than_days,
+        keep_manifests=keep_manifests,
+        dry_run=dry_run,
+        max_runs=max_runs,
+    )
+    if json_out:
+        print_json(out)
+        return
+    verb = "would remove" if out.dry_run else "removed"
+    for item in out.removed:
+        what = "artifacts of" if item.kept_manifest else "run"
+        typer.echo(
+            f"{verb} {what} {item.run_id}  {item.status:<9} {item.created_at}  {_size(item.bytes)}  ({item.reason})"
+        )
+    for kept in out.protected:
+        typer.echo(f"kept {kept.run_id}: {kept.reason}")
+    typer.echo(f"{verb} {len(out.removed)} of {out.runs_examined} runs, {_size(out.bytes_freed)}")
+    if out.dry_run and out.removed:
+        typer.echo("dry run: nothing was removed; pass --no-dry-run to remove")

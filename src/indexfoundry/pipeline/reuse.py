@@ -1,0 +1,186 @@
+"""Incremental runs (``pipeline run --base RUN``): take what did not change from the base run.
+
+- connect: the connect phase itself uses ``ctx.base_layout`` (conditional requests for URLs;
+  folder files are only copied).
+- extract: a raw file with the same SHA-256 (and uri and per-source options) as in the base run,
+  extracted there under the same extract config hash, phase version and extractor versions, is
+  not extracted again: its text files and document records are copied (``reuse_extracted``).
+- normalize: recomputed (cheap); unchanged chunks keep their ids, text and hashes.
+- index: the (model, text hash) embedding cache shared by the runs folder means unchanged
+  chunks are never embedded again.
+
+What is copied is exactly what extraction would have written, so a run with a base has
+byte-identical artifacts to a run from scratch over the same inputs.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from indexfoundry.models.manifests import PhaseManifest, PhaseResult
+from indexfoundry.models.records import ExtractedDocument, RawRecord
+from indexfoundry.storage.atomic import atomic_write_bytes, iter_jsonl, read_json
+from indexfoundry.storage.hashing import sha256_bytes, sha256_json
+from indexfoundry.storage.layout import RunLayout
+
+if TYPE_CHECKING:
+    from indexfoundry.phases.base import PhaseContext
+
+
+def _raw_key(raw: RawRecord) -> str:
+    return sha256_json({"uri": raw.uri, "sha256": raw.sha256, "options": raw.extract_options})
+
+
+@dataclass
+class _ExtractIndex:
+    """What the base run extracted, by raw file key."""
+
+    documents: dict[str, list[ExtractedDocument]] = field(default_factory=dict)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+    artifact_hashes: dict[str, str] = field(default_factory=dict)
+
+
+def _base_phase(base: RunLayout, name: str) -> PhaseManifest | None:
+    from indexfoundry.errors import IndexFoundryError
+    from indexfoundry.pipeline.manifest import load_manifest
+
+    try:
+        manifest = load_manifest(base)
+    except (IndexFoundryError, OSError, ValueError):
+        return None
+    phase = manifest.phases.get(name)  # type: ignore[call-overload]
+    return phase if phase is not None and phase.status == "completed" else None
+
+
+@functools.lru_cache(maxsize=4)
+def _load_extract_index(root: str, manifest_stamp: tuple[int, int], config_hash: str, tools_hash: str) -> _ExtractIndex:
+    base = RunLayout(Path(root))
+    index = _ExtractIndex()
+    phase = _base_phase(base, "extract")
+    if (
+        phase is None
+        or phase.config_hash != config_hash
+        or sha256_json({"version": phase.phase_version, "tools": phase.tool_versions}) != tools_hash
+    ):
+        return index
+    failed_uris = {e.uri for e in phase.errors if e.uri is not None}
+    raws = {r.uri: r for r in (RawRecord.model_validate(row) for row in iter_jsonl(base.raw_manifest))}
+    for row in iter_jsonl(base.documents):
+        doc = ExtractedDocument.model_validate(row)
+        raw = raws.get(doc.uri)
+        if raw is None or raw.sha256 != doc.content_hash or doc.uri in failed_uris:
+            continue
+        index.documents.setdefault(_raw_key(raw), []).append(doc)
+    report = read_json(base.extraction_report)
+    for warning in report.get("warnings", []):
+        for uri in raws:
+            if warning.startswith(f"{uri}: "):
+                index.warnings.setdefault(_raw_key(raws[uri]), []).append(warning)
+    index.artifact_hashes = {a.path: a.sha256 for a in phase.artifacts}
+    return index
+
+
+def _extract_index(ctx: PhaseContext) -> _ExtractIndex | None:
+    base = ctx.base_layout
+    if base is None or not base.manifest.is_file():
+        return None
+    from indexfoundry.phases.extract import ExtractPhase
+
+    phase = ExtractPhase()
+    stat = base.manifest.stat()
+    return _load_extract_index(
+        str(base.root),
+        (stat.st_mtime_ns, stat.st_size),
+        sha256_json(phase.config_slice(ctx.config)),
+        sha256_json({"version": phase.version, "tools": phase.tool_versions()}),
+    )
+
+
+def reuse_extracted(
+    ctx: PhaseContext, raw: RawRecord, documents: list[ExtractedDocument], written: set[Path], warnings: list[str]
+) -> bool:
+    """Copy the base run's extraction of ``raw`` into this run when it is unchanged.
+
+    Appends the documents and warnings, records the files written, and returns True; returns
+    False (nothing done) when the raw file must be extracted.
+    """
+    if ctx.force:
+        return False
+    index = _extract_index(ctx)
+    if index is None:
+        return False
+    docs = index.documents.get(_raw_key(raw))
+    if not docs:
+        return False
+    base = ctx.base_layout
+    assert base is not None
+    copies: dict[Path, bytes] = {}
+    for doc in docs:
+        for rel in (doc.text_path, doc.pages_path):
+            if rel is None:
+                continue
+            expected = index.artifact_hashes.get(rel)
+            try:
+                data = (base.root / rel).read_bytes()
+            except OSError:
+                return False
+            if expected is None or sha256_bytes(data) != expected:
+                return False
+            copies[ctx.layout.root / rel] = data
+    for path, data in copies.items():
+        if path not in written:
+            atomic_write_bytes(path, data)
+            written.add(path)
+    documents.extend(docs)
+    warnings.extend(index.warnings.get(_raw_key(raw), []))
+    ctx.reuse_counts["extract"] = ctx.reuse_counts.get("extract", 0) + len(docs)
+    return True
+
+
+def _pairs(path: Path, *keys: str) -> set[tuple[str, ...]]:
+    if not path.is_file():
+        return set()
+    out: set[tuple[str, ...]] = set()
+    for row in iter_jsonl(path):
+        values: list[str] = []
+        for key in keys:
+            value: object = row
+            for part in key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            values.append(str(value))
+        out.add(tuple(values))
+    return out
+
+
+def reuse_counts(name: str, ctx: PhaseContext, result: PhaseResult, output_count: int) -> tuple[int, int]:
+    """(reused, new) items of a completed phase in a run with a base, for ``PipelineRunOutput``.
+
+    connect: raw files already in the base (same uri and hash); extract: documents copied
+    from the base; normalize: chunks identical to the base's (same id and text); index:
+    embedding-cache hits vs texts embedded (reported by the phase); serve: 1 when its
+    artifacts equal the base's.
+    """
+    base = ctx.base_layout
+    if base is None:
+        return result.reused, result.new
+    layout = ctx.layout
+    if name == "connect":
+        mine = _pairs(layout.raw_manifest, "uri", "sha256")
+        same = len(mine & _pairs(base.raw_manifest, "uri", "sha256"))
+        return same, len(mine) - same
+    if name == "extract":
+        reused = ctx.reuse_counts.get("extract", 0)
+        return reused, max(0, output_count - reused)
+    if name == "normalize":
+        mine = _pairs(layout.chunks, "chunk_id", "content.text_hash")
+        same = len(mine & _pairs(base.chunks, "chunk_id", "content.text_hash"))
+        return same, len(mine) - same
+    if name == "serve":
+        phase = _base_phase(base, "serve")
+        if phase is not None and layout.retrieval_profile.is_file() and base.retrieval_profile.is_file():
+            same = layout.retrieval_profile.read_bytes() == base.retrieval_profile.read_bytes()
+            return (1, 0) if same else (0, 1)
+    return result.reused, result.new

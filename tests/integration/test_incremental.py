@@ -1,0 +1,147 @@
+"""Incremental runs with --base: reuse what did not change, and end up exactly like a fresh run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from indexfoundry import api
+from indexfoundry.models.config import PipelineConfig
+from indexfoundry.phases.index import open_run_store
+from indexfoundry.pipeline.manifest import load_manifest
+from indexfoundry.storage.atomic import iter_jsonl, read_json
+from indexfoundry.storage.layout import RunLayout
+from tests.conftest import folder_config, write_tree
+from tests.fakes import RecordingEmbedder
+
+
+def _doc(i: int, part_b: str | None = None) -> str:
+    return (
+        f"# Document {i}\n\nDocument {i} introduces topic {i} for the incremental test corpus.\n\n"
+        f"## Setup {i}\n\nSetup step {i}: install the widget number {i} and configure it carefully.\n\n"
+        f"## Usage {i}\n\n{part_b or f'Usage note {i}: call the widget {i} from your own code.'}\n"
+    )
+
+
+def _corpus(n: int = 100) -> dict[str, str | bytes]:
+    return {f"section{i % 4}/doc{i:03d}.md": _doc(i) for i in range(n)}
+
+
+def artifact_bytes(layout: RunLayout) -> dict[str, bytes]:
+    """Every artifact every phase recorded, by relative path, with its bytes."""
+    manifest = load_manifest(layout)
+    out: dict[str, bytes] = {}
+    for phase in manifest.phases.values():
+        assert phase.status == "completed"
+        for artifact in phase.artifacts:
+            out[artifact.path] = (layout.root / artifact.path).read_bytes()
+    return out
+
+
+def _embedding_texts(layout: RunLayout, chunk_ids: set[str]) -> list[str]:
+    from indexfoundry.models.records import DocumentChunk
+
+    chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(layout.chunks)]
+    return sorted(c.embedding_text() for c in chunks if c.chunk_id in chunk_ids)
+
+
+@pytest.fixture
+def hundred(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "docs", _corpus())
+
+
+def test_editing_one_of_100_documents_reembeds_exactly_its_changed_chunks_and_diff_names_them(
+    hundred: Path, runs_dir: Path
+):
+    config = folder_config(hundred)
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    assert first.status == "completed"
+
+    (hundred / "section2/doc042.md").write_text(_doc(42, "Usage note 42 was rewritten: call widget 42 twice."))
+    recorder = RecordingEmbedder()
+    second = api.pipeline_run(config, runs_dir=runs_dir, embedder=recorder, base=first.run_id)
+    assert second.status == "completed"
+
+    diff = api.diff(first.run_id, second.run_id, runs_dir=runs_dir, include_chunks=True)
+    assert diff.documents is not None
+    assert [d.uri for d in diff.documents] == ["docs/section2/doc042.md"]
+    changed = diff.documents[0]
+    assert changed.change == "modified" and not changed.added and not changed.removed
+    assert len(changed.modified) == 1
+    assert "rewritten" in changed.modified[0].diff
+    layout_b = RunLayout(runs_dir / second.run_id)
+    named = {m.b.chunk_id for m in changed.modified} | {c.chunk_id for c in changed.added}
+    assert sorted(recorder.texts) == _embedding_texts(layout_b, named)
+
+    phases = second.phases
+    assert (phases["connect"].reused, phases["connect"].new) == (99, 1)
+    assert (phases["extract"].reused, phases["extract"].new) == (99, 1)
+    assert phases["index"].new == 1
+    assert phases["index"].reused > 0
+    assert load_manifest(layout_b).base_run_id == first.run_id
+
+
+def test_a_run_with_a_base_has_the_same_artifacts_as_a_run_from_scratch(hundred: Path, runs_dir: Path, tmp_path):
+    config = folder_config(hundred)
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    (hundred / "section1/doc005.md").write_text(_doc(5, "A different usage paragraph for five."))
+    (hundred / "section3/doc007.md").unlink()
+    write_tree(hundred, {"section0/new.md": _doc(1000)})
+    incremental = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder(), base=first.run_id)
+    scratch_runs = tmp_path / "scratch-runs"
+    scratch = api.pipeline_run(config, runs_dir=scratch_runs, embedder=RecordingEmbedder())
+    a = artifact_bytes(RunLayout(runs_dir / incremental.run_id))
+    b = artifact_bytes(RunLayout(scratch_runs / scratch.run_id))
+    assert a.keys() == b.keys()
+    assert {k for k in a if a[k] != b[k]} == set()
+
+
+def test_a_deleted_document_shows_as_removed_and_its_vectors_are_gone(hundred: Path, runs_dir: Path):
+    config = folder_config(hundred)
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    layout_a = RunLayout(runs_dir / first.run_id)
+    gone_ids = {c["chunk_id"] for c in iter_jsonl(layout_a.chunks) if c["source"]["uri"] == "docs/section3/doc007.md"}
+    assert gone_ids
+    (hundred / "section3/doc007.md").unlink()
+    recorder = RecordingEmbedder()
+    second = api.pipeline_run(config, runs_dir=runs_dir, embedder=recorder, base="latest")
+    assert recorder.texts == []
+
+    diff = api.diff(first.run_id, second.run_id, runs_dir=runs_dir, include_chunks=True)
+    assert diff.documents is not None
+    assert [(d.uri, d.change) for d in diff.documents] == [("docs/section3/doc007.md", "removed")]
+    assert {c.chunk_id for c in diff.documents[0].removed} == gone_ids
+    assert diff.phases["connect"].outputs_b == 99
+
+    layout_b = RunLayout(runs_dir / second.run_id)
+    store = open_run_store(layout_b, PipelineConfig.model_validate(read_json(layout_b.config)))
+    stored = set(store.all_ids())
+    assert stored == {c["chunk_id"] for c in iter_jsonl(layout_b.chunks)}
+    assert not stored & gone_ids
+
+
+def test_an_unchanged_rerun_with_a_base_embeds_nothing_and_diffs_as_identical(hundred: Path, runs_dir: Path):
+    config = folder_config(hundred)
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    recorder = RecordingEmbedder()
+    second = api.pipeline_run(config, runs_dir=runs_dir, embedder=recorder, base=first.run_id)
+    assert recorder.calls == []
+    assert second.phases["extract"].new == 0 and second.phases["extract"].reused == 100
+    assert api.diff(first.run_id, second.run_id, runs_dir=runs_dir, include_chunks=True).identical
+
+
+def test_pipeline_run_tool_accepts_a_base_run_id(hundred: Path, runs_dir: Path):
+    from indexfoundry.tools import call_tool
+
+    config = folder_config(hundred)
+    first = call_tool("indexfoundry_pipeline_run", config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    recorder = RecordingEmbedder()
+    second = call_tool(
+        "indexfoundry_pipeline_run",
+        {**config, "base_run_id": first.run_id},  # type: ignore[attr-defined]
+        runs_dir=runs_dir,
+        embedder=recorder,
+    )
+    assert second.status == "completed"  # type: ignore[attr-defined]
+    assert recorder.calls == []
