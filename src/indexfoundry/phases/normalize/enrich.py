@@ -1,18 +1,225 @@
-"""Rule-based enrichment of chunks (no LLM)."""
+"""Rule-based enrichment of chunks (no LLM): language, regex tags, sections, dates, taxonomy.
+
+- language: lingua (see ``language.py``) → ``metadata.language`` (ISO 639-1); a chunk with
+  little prose takes its document's language;
+- ``regex_tags``: every match's first capture group (the whole match without groups) →
+  ``metadata.tags`` as ``"<tag_name>:<value>"``; flags are JavaScript-style (``g`` all
+  matches, ``i`` ignore case, ``m`` multiline, ``s`` dot-all, ``u`` no-op, ``x`` verbose);
+- ``section_patterns``: matching section names → ``metadata.custom.sections``, and the first
+  one becomes ``position.section`` when the chunker found none;
+- ``extract_dates``: absolute dates written as ISO (2024-03-12), 2024/03/12, 12 March 2024,
+  March 12, 2024 or March 2024 (English month names) → ``metadata.custom.dates`` in ISO 8601
+  (``YYYY-MM-DD``, or ``YYYY-MM`` for a month). Relative dates ("yesterday") are ignored:
+  they would depend on the day of the run;
+- ``taxonomy``: a category whose term occurs as a whole word (case-insensitive) → its name
+  in ``metadata.tags``.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
-from indexfoundry.models.config import NormalizeConfig
+from indexfoundry.errors import ConfigInvalid
+from indexfoundry.models.config import EnrichRules, NormalizeConfig
 from indexfoundry.models.records import DocumentChunk
+from indexfoundry.phases.base import package_version
+
+_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "u": 0, "g": 0}
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>\d{4})"
+_DATE_PATTERNS = [
+    re.compile(r"(?<![\d-])" + _YEAR + r"-(?P<mon>\d{2})-(?P<d>\d{2})(?![\d])"),
+    re.compile(r"(?<![\d/])" + _YEAR + r"/(?P<mon>\d{1,2})/(?P<d>\d{1,2})(?![\d/])"),
+    re.compile(r"\b" + _DAY + r"\s+" + _MONTH + r",?\s+" + _YEAR + r"\b", re.IGNORECASE),
+    re.compile(r"\b" + _MONTH + r"\s+" + _DAY + r",?\s+" + _YEAR + r"\b", re.IGNORECASE),
+    re.compile(r"\b" + _MONTH + r"\s+" + _YEAR + r"\b", re.IGNORECASE),
+]
 
 
-def enrich_chunks(chunks: list[DocumentChunk], config: NormalizeConfig) -> tuple[list[DocumentChunk], dict[str, Any]]:
-    """Apply the configured enrichment rules; returns the chunks and the enrichment report."""
+@dataclass(frozen=True)
+class CompiledTag:
+    name: str
+    regex: re.Pattern[str]
+    all_matches: bool
+
+
+def _compile(pattern: str, flags: int, what: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise ConfigInvalid(
+            f"{what}: invalid regex {pattern!r}: {exc}",
+            suggestion="Fix the pattern (Python 're' syntax)",
+            details={"pattern": pattern},
+        ) from None
+
+
+def compile_tags(rules: EnrichRules) -> list[CompiledTag]:
+    """Compile ``regex_tags``; an invalid pattern or flag is CONFIG_INVALID naming the pattern."""
+    out: list[CompiledTag] = []
+    for tag in rules.regex_tags:
+        flags = 0
+        for flag in tag.flags:
+            if flag not in _FLAGS:
+                raise ConfigInvalid(
+                    f"regex_tags '{tag.tag_name}': unknown flag '{flag}' for pattern {tag.pattern!r}",
+                    suggestion="Use the flags g, i, m, s, u or x",
+                    details={"pattern": tag.pattern},
+                )
+            flags |= _FLAGS[flag]
+        regex = _compile(tag.pattern, flags, f"regex_tags '{tag.tag_name}'")
+        out.append(CompiledTag(tag.tag_name, regex, "g" in tag.flags))
+    return out
+
+
+def compile_sections(rules: EnrichRules) -> list[tuple[str, re.Pattern[str]]]:
+    """Compile ``section_patterns`` (multiline, so ``^`` anchors at line starts)."""
+    return [
+        (s.section_name, _compile(s.pattern, re.MULTILINE, f"section_patterns '{s.section_name}'"))
+        for s in rules.section_patterns
+    ]
+
+
+def compile_taxonomy(rules: EnrichRules) -> list[tuple[str, re.Pattern[str]]]:
+    """One whole-word, case-insensitive regex per category."""
+    out: list[tuple[str, re.Pattern[str]]] = []
+    for category, terms in sorted(rules.taxonomy.items()):
+        words = [re.escape(t.strip()) for t in terms if t.strip()]
+        if words:
+            out.append((category, re.compile(r"(?<!\w)(?:" + "|".join(words) + r")(?!\w)", re.IGNORECASE)))
+    return out
+
+
+def regex_values(tag: CompiledTag, text: str) -> list[str]:
+    """Values a tag rule extracts from ``text``."""
+    matches = tag.regex.finditer(text) if tag.all_matches else filter(None, [tag.regex.search(text)])
+    values: list[str] = []
+    for match in matches:
+        value = match.group(1) if tag.regex.groups else match.group(0)
+        if value and value.strip():
+            values.append(value.strip())
+    return values
+
+
+def extract_dates(text: str) -> list[str]:
+    """Absolute dates in ``text`` as sorted, distinct ISO 8601 strings."""
+    found: set[str] = set()
+    taken: list[tuple[int, int]] = []
+    for pattern in _DATE_PATTERNS:
+        for match in pattern.finditer(text):
+            if any(s < match.end() and match.start() < e for s, e in taken):
+                continue  # "March 2024" inside "12 March 2024" was already read
+            groups = match.groupdict()
+            year = int(groups["year"])
+            month = int(groups["mon"]) if groups.get("mon") else _MONTHS[groups["month"].lower()]
+            day_text = groups.get("d") or groups.get("day")
+            try:
+                if day_text is None:
+                    dt.date(year, month, 1)
+                    value = f"{year:04d}-{month:02d}"
+                else:
+                    value = dt.date(year, month, int(day_text)).isoformat()
+            except ValueError:
+                continue
+            found.add(value)
+            taken.append((match.start(), match.end()))
+    return sorted(found)
+
+
+def effective_rules(config: NormalizeConfig) -> tuple[EnrichRules, bool]:
+    """The enrichment rules of a pipeline config, and whether to detect languages (both the
+    top-level ``detect_language`` and the rules' own must allow it)."""
+    rules = config.enrich or EnrichRules()
+    return rules, config.detect_language and rules.detect_language
+
+
+def enrich_chunks(
+    chunks: list[DocumentChunk], rules: EnrichRules, detect_language: bool | None = None
+) -> tuple[list[DocumentChunk], dict[str, Any]]:
+    """Apply ``rules`` to every chunk; returns new chunks and the enrichment report."""
+    detect = rules.detect_language if detect_language is None else detect_language
+    tags = compile_tags(rules)
+    sections = compile_sections(rules)
+    taxonomy = compile_taxonomy(rules)
+    languages: list[str | None] = [None] * len(chunks)
+    if detect and chunks:
+        from indexfoundry.phases.normalize.language import detect_grouped_languages
+
+        languages = detect_grouped_languages([c.content.text for c in chunks], [c.doc_id for c in chunks])
+    counts: dict[str, Counter[str]] = {k: Counter() for k in ("languages", "tags", "sections", "dates")}
+    out: list[DocumentChunk] = []
+    enriched = 0
+    for chunk, language in zip(chunks, languages, strict=True):
+        text = chunk.content.text
+        chunk_tags = set(chunk.metadata.tags or [])
+        for tag in tags:
+            chunk_tags.update(f"{tag.name}:{value}" for value in regex_values(tag, text))
+        chunk_tags.update(category for category, regex in taxonomy if regex.search(text))
+        custom = dict(chunk.metadata.custom or {})
+        matched = [name for name, regex in sections if regex.search(text)]
+        if matched:
+            custom["sections"] = matched
+        if rules.extract_dates:
+            dates = extract_dates(text)
+            if dates:
+                custom["dates"] = dates
+                counts["dates"].update(dates)
+        metadata = chunk.metadata.model_copy(
+            update={
+                "language": language if detect else chunk.metadata.language,
+                "tags": sorted(chunk_tags) or None,
+                "custom": custom or None,
+            }
+        )
+        position = chunk.position
+        if matched and position.section is None:
+            position = position.model_copy(update={"section": matched[0]})
+        new = chunk.model_copy(update={"metadata": metadata, "position": position})
+        if new != chunk:
+            enriched += 1
+        if language:
+            counts["languages"][language] += 1
+        counts["tags"].update(chunk_tags)
+        counts["sections"].update(matched)
+        out.append(new)
     report: dict[str, Any] = {
-        "rules": config.enrich.model_dump(mode="json") if config.enrich else None,
-        "detect_language": False,
-        "chunks_enriched": 0,
+        "rules": rules.model_dump(mode="json"),
+        "detect_language": detect,
+        "language_detector": f"lingua-language-detector@{package_version('lingua-language-detector')} (low accuracy)"
+        if detect
+        else None,
+        "chunks": len(chunks),
+        "chunks_enriched": enriched,
+        "languages": dict(sorted(counts["languages"].items())),
+        "tags": dict(sorted(counts["tags"].items())),
+        "sections": dict(sorted(counts["sections"].items())),
+        "dates_found": sum(counts["dates"].values()),
     }
-    return chunks, report
+    return out, report
