@@ -3,19 +3,25 @@
 Reads ``normalized/chunks.jsonl``; writes ``indexed/embeddings.jsonl`` (sorted by chunk id),
 ``upsert_stats.json`` and ``vector_manifest.json``. After the full upsert, ids that are no
 longer in the run are pruned once, and the store is verified against the run.
+
+The two halves are plain functions (``embed_chunks``, ``upsert_chunks``) so that the design's
+``indexfoundry_index_embed`` / ``_upsert`` tools run exactly the same code as the phase.
 """
 
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from indexfoundry.errors import DbError
-from indexfoundry.models.config import PipelineConfig
+from indexfoundry.errors import DbError, EmbedError, IndexFoundryError
+from indexfoundry.models.config import IndexConfig, PipelineConfig, VectorDbConfig
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
 from indexfoundry.phases.base import (
+    NullProgress,
     Phase,
     PhaseContext,
     PhaseOutcome,
@@ -23,13 +29,19 @@ from indexfoundry.phases.base import (
     upstream_artifact_hashes,
 )
 from indexfoundry.phases.index.cache import EmbeddingCache
-from indexfoundry.phases.index.embedders import Embedder, Vectors, resolve_embedder
-from indexfoundry.phases.index.stores import Metadata, VectorStore, describe_location, open_store
+from indexfoundry.phases.index.embedders import Embedder, Vectors, l2_normalize, resolve_embedder
+from indexfoundry.phases.index.stores import (
+    TEXT_HASH_KEY,
+    Metadata,
+    VectorStore,
+    describe_location,
+    open_store,
+)
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl
-from indexfoundry.storage.hashing import sha256_text
+from indexfoundry.storage.hashing import sha256_json, sha256_text
 from indexfoundry.storage.layout import RunLayout, cache_dir
 
-# Chunk fields copied into the store's metadata (filterable), besides the configured ones.
+# Chunk fields always copied into the store's metadata (filterable), besides the configured ones.
 BASE_METADATA_FIELDS: tuple[str, ...] = (
     "doc_id",
     "chunk_index",
@@ -42,6 +54,9 @@ BASE_METADATA_FIELDS: tuple[str, ...] = (
     "metadata.title",
     "metadata.language",
 )
+# Hash of everything written for a chunk (vector model, text, metadata, text stored or not):
+# an upsert rewrites a vector only when it changed.
+ROW_HASH_KEY = "_row_hash"
 
 
 def encode_vector(vector: Vectors) -> str:
@@ -62,10 +77,16 @@ def _field(chunk: dict[str, Any], dotted: str) -> Any:
     return value
 
 
+def metadata_fields(config: VectorDbConfig | None = None) -> tuple[str, ...]:
+    """The built-in metadata fields plus the configured ones, sorted."""
+    extra = config.metadata_fields if config is not None else []
+    return tuple(sorted(set(BASE_METADATA_FIELDS) | set(extra)))
+
+
 def chunk_metadata(chunk: DocumentChunk, text_hash: str, fields: tuple[str, ...] = BASE_METADATA_FIELDS) -> Metadata:
-    """Flat metadata for the store: dotted field names, no None values, tags joined."""
+    """Flat metadata for the store: dotted field names, no None values, lists joined by commas."""
     data = chunk.model_dump(mode="json")
-    meta: Metadata = {"_text_hash": text_hash}
+    meta: Metadata = {TEXT_HASH_KEY: text_hash}
     for name in fields:
         value = _field(data, name)
         if isinstance(value, list):
@@ -77,37 +98,55 @@ def chunk_metadata(chunk: DocumentChunk, text_hash: str, fields: tuple[str, ...]
 
 def open_run_store(layout: RunLayout, config: PipelineConfig) -> VectorStore:
     """The vector store a run writes to and is searched in."""
-    return open_store(config.index.vector_db, layout.chroma_dir, layout.root)
+    return open_store(config.index.vector_db, layout)
 
 
 def embed_with_cache(
-    ctx: PhaseContext, embedder: Embedder, texts_by_hash: dict[str, str], batch_size: int
+    cache_path: Path,
+    embedder: Embedder,
+    texts_by_hash: dict[str, str],
+    batch_size: int,
+    progress: Any = None,
 ) -> tuple[dict[str, Vectors], int, int]:
     """Vectors for every text hash: from the cache, or embedded in batches and cached.
 
-    Returns (vectors, reused count, newly embedded count).
+    Returns (vectors, reused count, newly embedded count). A failed batch raises EMBED_ERROR
+    naming the provider, model and batch; batches before it stay cached, so a rerun resumes.
     """
-    cache = EmbeddingCache(cache_dir(ctx.runs_dir) / "embeddings.sqlite")
+    progress = progress or NullProgress()
+    cache = EmbeddingCache(cache_path)
     try:
         vectors = cache.get_many(embedder.model_id, texts_by_hash)
         missing = [h for h in sorted(texts_by_hash) if h not in vectors]
         reused = len(vectors)
-        with ctx.progress.task(f"embed ({embedder.model_id})", total=len(missing)) as task:
-            for start in range(0, len(missing), batch_size):
+        batches = (len(missing) + batch_size - 1) // batch_size
+        with progress.task(f"embed ({embedder.model_id})", total=len(missing)) as task:
+            for number, start in enumerate(range(0, len(missing), batch_size), start=1):
                 batch = missing[start : start + batch_size]
+                where = f"batch {number}/{batches} ({len(batch)} texts) of model {embedder.model_id}"
                 try:
-                    result = embedder.embed([texts_by_hash[h] for h in batch])
-                except Exception as exc:
-                    from indexfoundry.errors import EmbedError, IndexFoundryError
-
-                    if isinstance(exc, IndexFoundryError):
+                    result = np.asarray(embedder.embed([texts_by_hash[h] for h in batch]), dtype=np.float32)
+                except IndexFoundryError as exc:
+                    if exc.code != "EMBED_ERROR":
                         raise
                     raise EmbedError(
-                        f"embedding batch {start // batch_size + 1} ({len(batch)} texts) with "
-                        f"{embedder.model_id} failed: {type(exc).__name__}: {exc}",
-                        suggestion="Rerun the index phase; texts already embedded are cached",
+                        f"{where}: {exc.message}",
+                        recoverable=exc.recoverable,
+                        suggestion=exc.suggestion,
+                        details={**exc.details, "model": embedder.model_id, "batch": number},
                     ) from None
-                fresh = {h: np.asarray(result[i], dtype=np.float32) for i, h in enumerate(batch)}
+                except Exception as exc:
+                    raise EmbedError(
+                        f"{where} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+                        suggestion="Rerun the index phase; texts already embedded are cached",
+                        details={"model": embedder.model_id, "batch": number},
+                    ) from None
+                if result.ndim != 2 or result.shape[0] != len(batch):
+                    raise EmbedError(
+                        f"{where}: the embedder returned {result.shape[0] if result.ndim else 0} vectors",
+                        suggestion="Check the embedding provider",
+                    )
+                fresh = {h: result[i] for i, h in enumerate(batch)}
                 cache.put_many(embedder.model_id, fresh)
                 vectors.update(fresh)
                 task.advance(len(batch))
@@ -116,9 +155,156 @@ def embed_with_cache(
         cache.close()
 
 
+@dataclass
+class Embedded:
+    """What ``embed_chunks`` produced (and wrote to ``indexed/embeddings.jsonl``)."""
+
+    chunks: list[DocumentChunk]  # sorted by chunk id
+    hashes: dict[str, str]  # chunk id -> text hash
+    vectors: dict[str, Vectors]  # text hash -> vector (normalised if configured)
+    model_id: str
+    dimensions: int
+    reused: int
+    embedded: int
+
+
+def embed_chunks(
+    layout: RunLayout,
+    chunks: list[DocumentChunk],
+    embedder: Embedder,
+    config: IndexConfig,
+    progress: Any = None,
+    embeddings_path: Path | None = None,
+) -> Embedded:
+    """Embed chunks through the cache and write the embeddings file (sorted by chunk id)."""
+    texts = {c.chunk_id: c.embedding_text() for c in chunks}
+    hashes = {cid: sha256_text(text) for cid, text in texts.items()}
+    texts_by_hash = {hashes[cid]: text for cid, text in texts.items()}
+    cache_path = cache_dir(layout.runs_dir) / "embeddings.sqlite"
+    vectors, reused, embedded = embed_with_cache(cache_path, embedder, texts_by_hash, config.batch_size, progress)
+    if config.normalize_vectors and vectors:
+        keys = sorted(vectors)
+        matrix = l2_normalize(np.stack([vectors[k] for k in keys]))
+        vectors = {k: matrix[i] for i, k in enumerate(keys)}
+    dimensions = int(next(iter(vectors.values())).shape[0]) if vectors else int(embedder.dimensions)
+    ordered = sorted(chunks, key=lambda c: c.chunk_id)
+    records = [
+        EmbeddingRecord(
+            chunk_id=c.chunk_id,
+            text_hash=hashes[c.chunk_id],
+            vector=encode_vector(vectors[hashes[c.chunk_id]]),
+            model=embedder.model_id,
+            dimensions=dimensions,
+        )
+        for c in ordered
+    ]
+    target = embeddings_path or layout.embeddings
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_jsonl(target, records)
+    return Embedded(ordered, hashes, vectors, embedder.model_id, dimensions, reused, embedded)
+
+
+def _row_hash(model_id: str, meta: Metadata, text: str | None) -> str:
+    return sha256_json({"model": model_id, "metadata": meta, "text": text})
+
+
+def verify_ids(store: VectorStore, wanted: set[str]) -> tuple[list[str], list[str]]:
+    """(missing, extra): run ids the store lacks, and store ids the run does not have."""
+    present = set(store.all_ids())
+    return sorted(wanted - present), sorted(present - wanted)
+
+
+def upsert_chunks(
+    store: VectorStore,
+    embedded: Embedded,
+    vdb: VectorDbConfig,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Write a run's vectors into ``store`` by ``vdb.upsert_mode``; prune once; verify.
+
+    - ``upsert``: new and changed vectors are written, unchanged ones left alone, ids no longer
+      in the run pruned once at the end; the store must then hold exactly the run's ids.
+    - ``insert``: only ids the store lacks are written; nothing is overwritten or pruned (a
+      collection shared by several runs); every run id must be present.
+    - ``replace``: the collection (or the namespace) is emptied first, then everything written.
+    """
+    progress = progress or NullProgress()
+    mode = vdb.upsert_mode
+    fields = metadata_fields(vdb)
+    chunks = embedded.chunks
+    store.ensure_collection(embedded.model_id, embedded.dimensions, reset=mode == "replace")
+    ids = [c.chunk_id for c in chunks]
+    existing = {} if mode == "replace" else store.existing(ids)
+    metas: dict[str, Metadata] = {}
+    for c in chunks:
+        meta = chunk_metadata(c, embedded.hashes[c.chunk_id], fields)
+        meta[ROW_HASH_KEY] = _row_hash(embedded.model_id, meta, c.content.text if vdb.store_text else None)
+        metas[c.chunk_id] = meta
+    if mode == "insert":
+        to_write = [c for c in chunks if c.chunk_id not in existing]
+    else:
+        to_write = [
+            c for c in chunks if existing.get(c.chunk_id, {}).get(ROW_HASH_KEY) != metas[c.chunk_id][ROW_HASH_KEY]
+        ]
+    batch = max(1, min(vdb.batch_size, store.max_batch_size()))
+    with progress.task("upsert", total=len(to_write)) as task:
+        for start in range(0, len(to_write), batch):
+            part = to_write[start : start + batch]
+            store.upsert(
+                [c.chunk_id for c in part],
+                np.stack([embedded.vectors[embedded.hashes[c.chunk_id]] for c in part]),
+                [c.content.text for c in part] if vdb.store_text else None,
+                [metas[c.chunk_id] for c in part],
+            )
+            task.advance(len(part))
+    wanted = set(ids)
+    stale: list[str] = []
+    if mode != "insert":
+        stale = sorted(set(store.all_ids()) - wanted)
+        if stale:
+            store.delete(stale)
+    missing, extra = verify_ids(store, wanted)
+    if missing or (extra and mode != "insert"):
+        raise DbError(
+            f"vector store does not match the run after upsert: {len(missing)} missing, {len(extra)} extra ids",
+            recoverable=True,
+            suggestion="Rerun 'indexfoundry index --run-id ... --force'",
+            details={"missing": missing[:20], "extra": extra[:20]},
+        )
+    updated = sum(1 for c in to_write if c.chunk_id in existing)
+    return {
+        "stats": {
+            "vectors_sent": len(to_write),
+            "vectors_inserted": len(to_write) - updated,
+            "vectors_updated": updated,
+            "vectors_unchanged": len(chunks) - len(to_write),
+            "vectors_pruned": len(stale),
+            "vectors_failed": 0,
+        },
+        "upsert_mode": mode,
+        "batch_size": batch,
+        "verified": True,
+        "extra_ids": len(extra),
+    }
+
+
+def vector_manifest(layout: RunLayout, vdb: VectorDbConfig, embedded: Embedded) -> dict[str, Any]:
+    """``indexed/vector_manifest.json``: where the vectors are and what produced them."""
+    return {
+        "collection": vdb.collection,
+        "namespace": vdb.namespace,
+        "model_used": embedded.model_id,
+        "dimensions": embedded.dimensions,
+        "metadata_schema": list(metadata_fields(vdb)),
+        "store_text": vdb.store_text,
+        "store": describe_location(vdb, layout),
+        "vectors": len(embedded.chunks),
+    }
+
+
 class IndexPhase(Phase):
     name = "index"
-    version = "1"
+    version = "2"
 
     def config_slice(self, config: PipelineConfig) -> Any:
         return config.index.model_dump(mode="json")
@@ -139,98 +325,31 @@ class IndexPhase(Phase):
         config = ctx.config.index
         chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(layout.chunks)]
         embedder: Embedder = ctx.embedder_override or resolve_embedder(config.embedding_model, config)
-        texts = {c.chunk_id: c.embedding_text() for c in chunks}
-        hashes = {cid: sha256_text(text) for cid, text in texts.items()}
-        texts_by_hash = {hashes[cid]: text for cid, text in texts.items()}
-        vectors, reused, embedded = embed_with_cache(ctx, embedder, texts_by_hash, config.batch_size)
-        ordered = sorted(chunks, key=lambda c: c.chunk_id)
-        records = [
-            EmbeddingRecord(
-                chunk_id=c.chunk_id,
-                text_hash=hashes[c.chunk_id],
-                vector=encode_vector(vectors[hashes[c.chunk_id]]),
-                model=embedder.model_id,
-                dimensions=embedder.dimensions,
-            )
-            for c in ordered
-        ]
-        atomic_write_jsonl(layout.embeddings, records)
-        upsert = self._upsert(ctx, embedder, ordered, hashes, vectors)
-        vector_manifest = {
-            "collection": config.vector_db.collection,
-            "namespace": config.vector_db.namespace,
-            "model_used": embedder.model_id,
-            "dimensions": embedder.dimensions,
-            "metadata_schema": sorted(BASE_METADATA_FIELDS),
-            "store": describe_location(config.vector_db, layout.chroma_dir, layout.root),
-            "vectors": len(records),
-        }
+        embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress)
+        ordered = embedded.chunks
+        store = open_run_store(layout, ctx.config)
+        try:
+            upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress)
+        finally:
+            store.close()
         atomic_write_json(layout.upsert_stats, upsert)
-        atomic_write_json(layout.vector_manifest, vector_manifest)
+        atomic_write_json(layout.vector_manifest, vector_manifest(layout, config.vector_db, embedded))
+        from indexfoundry.phases.index.keyword import build_keyword_index
+
+        keyword_files = build_keyword_index(layout, ordered)  # BM25 for keyword/hybrid search
         return PhaseOutcome(
-            artifacts=[layout.embeddings, layout.upsert_stats, layout.vector_manifest],
-            output_count=len(records),
-            stats={**upsert["stats"], "texts_embedded": embedded, "texts_from_cache": reused},
-            details={"model": embedder.model_id, "model_sha256": _model_hash(embedder)},
-            reused=reused,
-            new=embedded,
-            record_counts={"indexed/embeddings.jsonl": len(records)},
+            artifacts=[layout.embeddings, layout.upsert_stats, layout.vector_manifest, *keyword_files],
+            output_count=len(ordered),
+            stats={**upsert["stats"], "texts_embedded": embedded.embedded, "texts_from_cache": embedded.reused},
+            details={"model": embedded.model_id, "model_sha256": _model_hash(embedded.model_id)},
+            reused=embedded.reused,
+            new=embedded.embedded,
+            record_counts={"indexed/embeddings.jsonl": len(ordered)},
         )
 
-    def _upsert(
-        self,
-        ctx: PhaseContext,
-        embedder: Embedder,
-        chunks: list[DocumentChunk],
-        hashes: dict[str, str],
-        vectors: dict[str, Vectors],
-    ) -> dict[str, Any]:
-        store = open_run_store(ctx.layout, ctx.config)
-        store.ensure_collection(embedder.model_id, embedder.dimensions)
-        ids = [c.chunk_id for c in chunks]
-        existing = store.existing(ids)
-        to_write = [c for c in chunks if existing.get(c.chunk_id, {}).get("_text_hash") != hashes[c.chunk_id]]
-        batch = max(1, min(ctx.config.index.batch_size * 8, store.max_batch_size()))
-        store_text = True
-        with ctx.progress.task("upsert", total=len(to_write)) as task:
-            for start in range(0, len(to_write), batch):
-                part = to_write[start : start + batch]
-                store.upsert(
-                    [c.chunk_id for c in part],
-                    np.stack([vectors[hashes[c.chunk_id]] for c in part]),
-                    [c.content.text for c in part] if store_text else None,
-                    [chunk_metadata(c, hashes[c.chunk_id]) for c in part],
-                )
-                task.advance(len(part))
-        wanted = set(ids)
-        stale = sorted(set(store.all_ids()) - wanted)
-        if stale:
-            store.delete(stale)
-        present = set(store.all_ids())
-        missing = sorted(wanted - present)
-        extra = sorted(present - wanted)
-        if missing or extra:
-            raise DbError(
-                f"vector store does not match the run after upsert: {len(missing)} missing, {len(extra)} extra ids",
-                recoverable=True,
-                suggestion="Rerun 'indexfoundry index --run-id ... --force'",
-            )
-        updated = sum(1 for c in to_write if c.chunk_id in existing)
-        return {
-            "stats": {
-                "vectors_sent": len(to_write),
-                "vectors_inserted": len(to_write) - updated,
-                "vectors_updated": updated,
-                "vectors_unchanged": len(chunks) - len(to_write),
-                "vectors_pruned": len(stale),
-                "vectors_failed": 0,
-            },
-            "verified": True,
-        }
 
-
-def _model_hash(embedder: Embedder) -> str | None:
-    if embedder.model_id.startswith("local:"):
+def _model_hash(model_id: str) -> str | None:
+    if model_id.startswith(("local:", "local-int8:")):
         from indexfoundry.phases.index.embedders import LOCAL_MODEL_SHA256
 
         return LOCAL_MODEL_SHA256

@@ -4,24 +4,37 @@
   package, weights verified by SHA-256, loaded with the hub switched off. Each text is
   encoded on its own (a fixed shape per text), so its vector is bit-identical whatever
   else is embedded in the same call.
+- ``local-int8``: the same model as a dynamically quantized int8 ONNX file, exported from the
+  packaged weights at first use (``onnx_int8.py``), run with ONNX Runtime.
 - ``hash``: deterministic feature hashing of words; no model, for tests and benchmarks.
 - ``sentence-transformers:<name or path>``: any other sentence-transformers model.
+- ``openai:<model>``: the official ``openai`` SDK; ``base_url`` makes any OpenAI-compatible
+  server work (Ollama, vLLM, LM Studio, TEI).
+- ``cohere:<model>``: the official ``cohere`` SDK (extra ``cohere``).
+
+Embedders return the model's own vectors; the index phase L2-normalises them when
+``normalize_vectors`` is on (the cache keeps the model's output). API keys are read from the
+environment variable the config names, only when a request is made, and never logged.
 """
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import os
 import re
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+from urllib.parse import urlsplit
 
 import numpy as np
 import numpy.typing as npt
 
-from indexfoundry.errors import ConfigInvalid, EmbedError
-from indexfoundry.models.config import IndexConfig
+from indexfoundry.errors import ConfigInvalid, EmbedError, IndexFoundryError, missing_extra
+from indexfoundry.models.config import IndexConfig, RetryConfig
 from indexfoundry.storage.hashing import sha256_file
 
 LOCAL_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -29,6 +42,7 @@ LOCAL_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab1
 LOCAL_MODEL_DIMENSIONS = 384
 
 Vectors = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -41,6 +55,16 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> Vectors: ...
 
 
+def embed_queries(embedder: Embedder, texts: list[str]) -> Vectors:
+    """Vectors for search queries: ``embedder.embed_queries`` when the model embeds queries
+    differently from documents (cohere's ``input_type``), else ``embedder.embed``."""
+    method = getattr(embedder, "embed_queries", None)
+    if callable(method):
+        result: Vectors = method(texts)
+        return result
+    return embedder.embed(texts)
+
+
 def l2_normalize(vectors: Vectors) -> Vectors:
     """Row-wise L2 normalisation (zero rows stay zero)."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -50,6 +74,17 @@ def l2_normalize(vectors: Vectors) -> Vectors:
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def hash_embed(texts: list[str], dimensions: int) -> Vectors:
+    """Signed feature hashing of lower-cased words, L2-normalised (the ``hash`` model)."""
+    out = np.zeros((len(texts), dimensions), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for token in _TOKEN.findall(text.lower()):
+            digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
+            value = int.from_bytes(digest, "little")
+            out[row, value % dimensions] += 1.0 if (value >> 63) & 1 else -1.0
+    return l2_normalize(out)
 
 
 class HashEmbedder:
@@ -64,13 +99,7 @@ class HashEmbedder:
         self.model_id = f"hash:{dimensions}"
 
     def embed(self, texts: list[str]) -> Vectors:
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for token in _TOKEN.findall(text.lower()):
-                digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
-                value = int.from_bytes(digest, "little")
-                out[row, value % self.dimensions] += 1.0 if (value >> 63) & 1 else -1.0
-        return l2_normalize(out)
+        return hash_embed(texts, self.dimensions)
 
 
 _verified: set[str] = set()
@@ -103,14 +132,18 @@ def local_model_path() -> Path:
     return path
 
 
-def _load_sentence_transformer(name_or_path: str) -> Any:
+def _offline_env() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def _load_sentence_transformer(name_or_path: str) -> Any:
+    _offline_env()
     with _load_lock:
         if name_or_path not in _models:
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
             try:
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as hf_logging
@@ -134,14 +167,15 @@ def _load_sentence_transformer(name_or_path: str) -> Any:
 class SentenceTransformerEmbedder:
     """A sentence-transformers model on the CPU, one text per forward pass (deterministic)."""
 
-    def __init__(self, name_or_path: str, model_id: str, normalize: bool = True) -> None:
+    def __init__(self, name_or_path: str, model_id: str, dimensions: int | None = None) -> None:
         self.name_or_path = name_or_path
         self.model_id = model_id
-        self.normalize = normalize
+        self.truncate_dim = dimensions
         self._model: Any = None
-        self.dimensions = LOCAL_MODEL_DIMENSIONS if model_id.startswith("local:") else 0
-        if not self.dimensions:
-            self.dimensions = int(self.model.get_embedding_dimension())
+        if model_id.startswith("local:"):
+            self.dimensions = LOCAL_MODEL_DIMENSIONS
+        else:
+            self.dimensions = dimensions or int(self.model.get_embedding_dimension())
 
     @property
     def model(self) -> Any:
@@ -158,43 +192,398 @@ class SentenceTransformerEmbedder:
                 [text],
                 batch_size=1,
                 convert_to_numpy=True,
-                normalize_embeddings=self.normalize,
                 show_progress_bar=False,
+                truncate_dim=self.truncate_dim,
             )
             rows.append(np.asarray(vector[0], dtype=np.float32))
         return np.stack(rows).astype(np.float32)
 
 
-def local_embedder(normalize: bool = True) -> SentenceTransformerEmbedder:
+def local_embedder() -> SentenceTransformerEmbedder:
     """The default offline model, after verifying its weights."""
     path = local_model_path()
     model_id = f"local:{LOCAL_MODEL_NAME}@{LOCAL_MODEL_SHA256[:12]}"
-    return SentenceTransformerEmbedder(str(path), model_id, normalize=normalize)
+    return SentenceTransformerEmbedder(str(path), model_id)
+
+
+# ---------------------------------------------------------------- API providers
+class _Failure:
+    """How one failed API call is reported and whether it is worth retrying."""
+
+    def __init__(self, recoverable: bool, summary: str, retry_after: float | None = None) -> None:
+        self.recoverable = recoverable
+        self.summary = summary
+        self.retry_after = retry_after
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds a server asked us to wait (``retry-after-ms``, ``Retry-After`` seconds or date)."""
+    if headers is None:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(0.0, float(millis) / 1000)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+_MAX_WAIT_S = 120.0
+
+
+def call_with_retries(
+    call: Callable[[], T],
+    classify: Callable[[Exception], _Failure],
+    retry: RetryConfig,
+    what: str,
+    redact: Callable[[str], str],
+) -> T:
+    """Run ``call``; retry recoverable failures (429, 5xx, timeouts) with exponential backoff.
+
+    The wait is the server's ``Retry-After`` when it sends one, else ``backoff_ms`` doubled on
+    each retry (capped at two minutes). tenacity runs the loop.
+    """
+    import tenacity
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        failure = classify(exc) if isinstance(exc, Exception) else None
+        if failure is not None and failure.retry_after is not None:
+            return min(failure.retry_after, _MAX_WAIT_S)
+        return float(min(retry.backoff_ms / 1000 * 2 ** (state.attempt_number - 1), _MAX_WAIT_S))
+
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(retry.max_retries + 1),
+        wait=wait,
+        retry=tenacity.retry_if_exception(
+            lambda e: isinstance(e, Exception) and not isinstance(e, IndexFoundryError) and classify(e).recoverable
+        ),
+        reraise=True,
+    )
+    attempts = 0
+    try:
+        for attempt in retrying:
+            with attempt:
+                attempts += 1
+                return call()
+    except IndexFoundryError:
+        raise
+    except Exception as exc:
+        failure = classify(exc)
+        raise EmbedError(
+            redact(f"{what} failed after {attempts} attempt(s): {failure.summary}"),
+            recoverable=failure.recoverable,
+            suggestion=(
+                "Retry later (or raise index.retry_config.max_retries); texts already embedded are cached"
+                if failure.recoverable
+                else "Check the model name, API key variable and base_url"
+            ),
+        ) from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _base_tag(base_url: str | None) -> str:
+    """``host:port/path`` of a base URL, without credentials or query (part of a model id)."""
+    if not base_url:
+        return ""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return f"{host}{parts.path.rstrip('/')}"
+
+
+def api_model_id(provider: str, model: str, dimensions: int | None, base_url: str | None) -> str:
+    """Model id of an API model: what produced the vectors (model, dimensions, server)."""
+    model_id = f"{provider}:{model}"
+    if dimensions:
+        model_id += f";dims={dimensions}"
+    tag = _base_tag(base_url)
+    if tag:
+        model_id += f";base={tag}"
+    return model_id
+
+
+def _api_key(env_name: str, provider: str, required: bool) -> str | None:
+    value = os.environ.get(env_name)
+    if value:
+        return value
+    if required:
+        raise ConfigInvalid(
+            f"the {provider} provider needs an API key in the environment variable {env_name}, which is not set",
+            suggestion=f"export {env_name}=... (or set index.api_key_env to the variable that holds it)",
+        )
+    return None
+
+
+def _check_rows(rows: Any, count: int, what: str) -> Vectors:
+    """Validate an API's embeddings: one numeric row per text, all the same length."""
+    try:
+        matrix = np.asarray(rows, dtype=np.float32)
+    except (TypeError, ValueError):
+        matrix = None
+    if matrix is None or matrix.ndim != 2 or matrix.shape[0] != count or matrix.shape[1] == 0:
+        shape = "?" if matrix is None else "x".join(str(d) for d in matrix.shape)
+        raise EmbedError(
+            f"{what} returned a malformed response: expected {count} vectors, got shape {shape}",
+            recoverable=False,
+            suggestion="Check that base_url points to an OpenAI-compatible embeddings endpoint",
+        )
+    if not np.all(np.isfinite(matrix)):
+        raise EmbedError(f"{what} returned non-finite values", recoverable=False, suggestion="Check the server")
+    return matrix
+
+
+class OpenAIEmbedder:
+    """OpenAI embeddings (or any OpenAI-compatible server via ``base_url``) with the official SDK."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "EMBEDDING_API_KEY",
+        dimensions: int | None = None,
+        retry: RetryConfig | None = None,
+        timeout_ms: int = 60000,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.requested_dimensions = dimensions
+        self.dimensions = dimensions or 0
+        self.retry = retry or RetryConfig()
+        self.timeout_s = timeout_ms / 1000
+        self.model_id = api_model_id(self.provider, model, dimensions, base_url)
+        self._client: Any = None
+        self._key: str | None = None
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            # A local OpenAI-compatible server usually needs no key; api.openai.com always does.
+            self._key = _api_key(self.api_key_env, "openai", required=self.base_url is None)
+            self._client = openai.OpenAI(
+                api_key=self._key or "not-needed",
+                base_url=self.base_url,
+                timeout=self.timeout_s,
+                max_retries=0,  # retries are ours: configurable backoff, the same for every provider
+            )
+        return self._client
+
+    def _classify(self, exc: Exception) -> _Failure:
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return _Failure(True, "request timed out")
+        if isinstance(exc, openai.APIConnectionError):
+            return _Failure(True, f"cannot connect to the server ({type(exc).__name__})")
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            recoverable = status in (408, 409, 429) or status >= 500
+            return _Failure(recoverable, f"HTTP {status} ({type(exc).__name__})", _retry_after(exc.response.headers))
+        if isinstance(exc, openai.APIResponseValidationError | openai.APIError):
+            return _Failure(False, f"malformed response ({type(exc).__name__})")
+        return _Failure(False, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+
+    def embed(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        what = f"openai model {self.model}"
+        kwargs: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
+        if self.requested_dimensions:
+            kwargs["dimensions"] = self.requested_dimensions
+
+        def call() -> Any:
+            return self.client.embeddings.create(**kwargs)
+
+        response = call_with_retries(call, self._classify, self.retry, what, self._redact)
+        data = getattr(response, "data", None)
+        if not isinstance(data, list) or not all(hasattr(item, "embedding") for item in data):
+            raise EmbedError(
+                f"{what} returned a malformed response (no 'data' list of embeddings)",
+                recoverable=False,
+                suggestion="Check that base_url points to an OpenAI-compatible embeddings endpoint",
+            )
+        try:
+            ordered = sorted(data, key=lambda item: int(item.index))
+        except (TypeError, ValueError, AttributeError):
+            ordered = data
+        matrix = _check_rows([item.embedding for item in ordered], len(texts), what)
+        self.dimensions = int(matrix.shape[1])
+        return matrix
+
+
+class CohereEmbedder:
+    """Cohere embeddings through the official SDK (v2 API); queries use ``input_type=search_query``."""
+
+    provider = "cohere"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "EMBEDDING_API_KEY",
+        dimensions: int | None = None,
+        retry: RetryConfig | None = None,
+        timeout_ms: int = 60000,
+    ) -> None:
+        try:
+            import cohere  # noqa: F401
+        except ImportError:
+            raise missing_extra("cohere", "cohere", "the cohere embedding provider") from None
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.requested_dimensions = dimensions
+        self.dimensions = dimensions or 0
+        self.retry = retry or RetryConfig()
+        self.timeout_s = timeout_ms / 1000
+        self.model_id = api_model_id(self.provider, model, dimensions, base_url)
+        self._client: Any = None
+        self._key: str | None = None
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import cohere
+
+            self._key = _api_key(self.api_key_env, "cohere", required=True)
+            kwargs: dict[str, Any] = {"api_key": self._key, "timeout": self.timeout_s}
+            if self.base_url:
+                kwargs["base_url"] = self.base_url
+            self._client = cohere.ClientV2(**kwargs)
+        return self._client
+
+    def _classify(self, exc: Exception) -> _Failure:
+        import httpx
+        from cohere.core.api_error import ApiError
+
+        if isinstance(exc, httpx.TimeoutException):
+            return _Failure(True, "request timed out")
+        if isinstance(exc, httpx.TransportError):
+            return _Failure(True, f"cannot connect to the server ({type(exc).__name__})")
+        if isinstance(exc, ApiError):
+            status = exc.status_code or 0
+            recoverable = status in (408, 429) or status >= 500
+            return _Failure(recoverable, f"HTTP {status} ({type(exc).__name__})", _retry_after(exc.headers))
+        return _Failure(False, f"malformed response ({type(exc).__name__})")
+
+    def _embed(self, texts: list[str], input_type: str) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        what = f"cohere model {self.model}"
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "texts": texts,
+            "input_type": input_type,
+            "embedding_types": ["float"],
+            "request_options": {"max_retries": 0},
+        }
+        if self.requested_dimensions:
+            kwargs["output_dimension"] = self.requested_dimensions
+
+        def call() -> Any:
+            return self.client.embed(**kwargs)
+
+        response = call_with_retries(call, self._classify, self.retry, what, self._redact)
+        rows = getattr(getattr(response, "embeddings", None), "float_", None)
+        matrix = _check_rows(rows, len(texts), what)
+        self.dimensions = int(matrix.shape[1])
+        return matrix
+
+    def embed(self, texts: list[str]) -> Vectors:
+        return self._embed(texts, "search_document")
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        return self._embed(texts, "search_query")
+
+
+# ---------------------------------------------------------------- resolution
+def _strip_model_id(spec: str) -> str:
+    """``provider:model;dims=..;base=..`` (a model id from a manifest) → ``provider:model``."""
+    return spec.split(";", 1)[0]
 
 
 def resolve_embedder(spec: str, config: IndexConfig | None = None) -> Embedder:
-    """Build the embedder that ``index.embedding_model`` names.
+    """Build the embedder that ``index.embedding_model`` (or a manifest's model id) names.
 
-    ``local`` | ``hash`` | ``hash:<dims>`` | ``sentence-transformers:<name or path>``
+    ``local`` | ``local-int8`` | ``hash`` | ``hash:<dims>`` | ``sentence-transformers:<name or path>``
+    | ``openai:<model>`` | ``cohere:<model>``
     """
-    normalize = config.normalize_vectors if config is not None else True
-    if spec == "local":
-        return local_embedder(normalize)
+    cfg = config or IndexConfig()
+    dims = cfg.dimensions
+    if spec == "local" or spec.startswith("local:"):
+        if dims not in (None, LOCAL_MODEL_DIMENSIONS):
+            raise ConfigInvalid(
+                f"the local model has {LOCAL_MODEL_DIMENSIONS} dimensions; index.dimensions={dims} is not supported",
+                suggestion="Remove index.dimensions",
+            )
+        return local_embedder()
+    if spec == "local-int8" or spec.startswith("local-int8:"):
+        if dims not in (None, LOCAL_MODEL_DIMENSIONS):
+            raise ConfigInvalid(
+                f"local-int8 has {LOCAL_MODEL_DIMENSIONS} dimensions; index.dimensions={dims} is not supported",
+                suggestion="Remove index.dimensions",
+            )
+        from indexfoundry.phases.index.onnx_int8 import Int8Embedder
+
+        return Int8Embedder()
     if spec == "hash" or spec.startswith("hash:"):
-        dims = 384
+        size = dims or 384
         if ":" in spec:
             try:
-                dims = int(spec.split(":", 1)[1])
+                size = int(spec.split(":", 1)[1])
             except ValueError:
                 raise ConfigInvalid(f"bad hash embedder '{spec}'", suggestion="Use hash or hash:<dims>") from None
-        return HashEmbedder(dims)
-    if spec.startswith("local:"):
-        # A model id recorded in a run's manifest.
-        return local_embedder(normalize)
-    provider, _, model = spec.partition(":")
-    if provider == "sentence-transformers" and model:
-        return SentenceTransformerEmbedder(model, f"sentence-transformers:{model}", normalize=normalize)
+        return HashEmbedder(size)
+    provider, _, model = _strip_model_id(spec).partition(":")
+    if not model:
+        raise ConfigInvalid(
+            f"unknown embedding model '{spec}'",
+            suggestion=(
+                "Use 'local', 'local-int8', 'hash', or 'provider:model' (sentence-transformers:<name|path>, "
+                "openai:<model>, cohere:<model>)"
+            ),
+        )
+    common: dict[str, Any] = {
+        "base_url": cfg.base_url,
+        "api_key_env": cfg.api_key_env,
+        "dimensions": dims,
+        "retry": cfg.retry_config,
+        "timeout_ms": cfg.timeout_ms,
+    }
+    if provider == "sentence-transformers":
+        model_id = f"sentence-transformers:{model}" + (f";dims={dims}" if dims else "")
+        return SentenceTransformerEmbedder(model, model_id, dimensions=dims)
+    if provider == "openai":
+        return OpenAIEmbedder(model, **common)
+    if provider == "cohere":
+        return CohereEmbedder(model, **common)
     raise ConfigInvalid(
-        f"unknown embedding model '{spec}'",
-        suggestion="Use 'local', 'hash', or 'provider:model' (e.g. sentence-transformers:/path/to/model)",
+        f"unknown embedding provider '{provider}' in '{spec}'",
+        suggestion="Providers: local, local-int8, hash, sentence-transformers, openai, cohere",
     )

@@ -25,7 +25,6 @@ from indexfoundry.models.retrieval import (
     SecurityProfile,
 )
 from indexfoundry.retrieval.filters import known_field
-from indexfoundry.storage.atomic import atomic_write_json
 from indexfoundry.storage.layout import RunLayout, resolve_runs_dir
 from indexfoundry.tools import tool
 
@@ -117,7 +116,11 @@ def index_build_profile(
 ) -> BuildProfileOutput:
     """Define a run's retrieval parameters: search modes, hybrid fusion (alpha, rrf or weighted_sum),
     the metadata fields that may be filtered and with which operators, and security settings.
-    Writes served/retrieval_profile.json; searches of the run follow it from then on."""
+    Records them in the run's config (serve section) and reruns the serve phase, which writes
+    served/retrieval_profile.json and served/openapi.json; searches of the run follow it from then on."""
+    from indexfoundry.models.config import GlobalConfig
+    from indexfoundry.pipeline.runner import execute, load_run_config
+
     layout = RunLayout.existing(resolve_runs_dir(runs_dir), payload.run_id)
     if not layout.vector_manifest.is_file():
         raise NotFound(
@@ -125,7 +128,23 @@ def index_build_profile(
             suggestion=f"Run 'indexfoundry index --run-id {payload.run_id}' (or the whole pipeline) first",
         )
     profile = build_profile(payload)
-    atomic_write_json(layout.retrieval_profile, profile)
+    config = load_run_config(layout)
+    serve = config.serve.model_copy(
+        update={
+            "retrieval": profile.retrieval_config,
+            "allowed_filters": profile.allowed_filters,
+            "require_auth": profile.security.require_auth,
+            "allowed_namespaces": profile.security.allowed_namespaces,
+        }
+    )
+    # The serve phase writes the profile (and the OpenAPI spec that follows it) from the run's
+    # config, so a later serve rerun keeps this profile instead of reverting to the defaults.
+    output = execute(layout, config.model_copy(update={"serve": serve}), global_config=GlobalConfig(), phases=["serve"])
+    if output.status == "failed":
+        raise ConfigInvalid(
+            f"writing the profile of run {payload.run_id} failed: {'; '.join(output.phases['serve'].errors)}",
+            suggestion="Check the run with 'indexfoundry run status'",
+        )
     return BuildProfileOutput(
         success=True,
         profile_path=layout.retrieval_profile.relative_to(layout.root).as_posix(),

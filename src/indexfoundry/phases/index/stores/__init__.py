@@ -1,4 +1,17 @@
-"""Vector stores behind one interface. ``chroma`` (embedded or client/server) is the default."""
+"""Vector stores behind one interface.
+
+``chroma`` (embedded, default; or client/server with ``host``/``port``), ``local`` (a flat
+on-disk store in the run, searched with numpy), ``qdrant`` (extra ``qdrant``: local mode in a
+folder, or a server URL) and ``milvus`` (extra ``milvus``: Milvus Lite file, or a server URI).
+
+Every store keeps the same things: the chunk id, the vector (cosine similarity), optionally
+the chunk text, and flat metadata keyed by dotted chunk field names (``source.uri``). A
+collection records the embedding model and dimensions it holds; writing vectors of another
+model is refused with ``DB_ERROR``. ``where`` filters use Chroma's syntax
+(``{field: {"$eq": v}}``, ``$ne $gt $gte $lt $lte $in $nin``, ``{"$and": [...]}``,
+``{"$or": [...]}``); each store translates them, and a comparison on a field a vector does
+not have never matches it.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from indexfoundry.errors import ConfigInvalid
+from indexfoundry.errors import ConfigInvalid, DbError
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.phases.index.embedders import Vectors
+from indexfoundry.storage.layout import RunLayout
 
 Metadata = dict[str, str | int | float | bool]
+
+# Metadata keys the stores reserve for themselves.
+NAMESPACE_KEY = "namespace"
+TEXT_HASH_KEY = "_text_hash"
 
 
 @dataclass(frozen=True)
@@ -24,9 +42,13 @@ class StoreHit:
 
 
 class VectorStore(Protocol):
-    """What the index phase and the retrieval service need from a vector database."""
+    """What the index phase and the retrieval service need from a vector database.
 
-    def ensure_collection(self, model_id: str, dimensions: int) -> None: ...
+    ``ensure_collection`` must be called before writing; reads open the existing collection.
+    Everything a store does is scoped to the configured namespace.
+    """
+
+    def ensure_collection(self, model_id: str, dimensions: int, reset: bool = False) -> None: ...
     def existing(self, ids: list[str]) -> dict[str, Metadata]: ...
     def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None: ...
     def all_ids(self) -> list[str]: ...
@@ -34,27 +56,196 @@ class VectorStore(Protocol):
     def count(self) -> int: ...
     def query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]: ...
     def max_batch_size(self) -> int: ...
+    def close(self) -> None: ...
 
 
-def open_store(config: VectorDbConfig, default_path: Path, run_root: Path) -> VectorStore:
-    """Open the configured store. Embedded stores live in the run unless a path is configured."""
-    if config.provider == "chroma":
-        from indexfoundry.phases.index.stores.chroma import ChromaStore
+# ---------------------------------------------------------------- filters
+@dataclass(frozen=True)
+class Compare:
+    """``field op value`` with a Chroma operator (``$eq`` ...)."""
 
-        return ChromaStore(config, default_path, run_root)
-    raise ConfigInvalid(
-        f"vector store '{config.provider}' is not available in this build",
-        suggestion="Use vector_db.provider: chroma",
+    field: str
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Logic:
+    """``$and`` / ``$or`` of sub-filters."""
+
+    op: str
+    parts: tuple[Compare | Logic, ...]
+
+
+Filter = Compare | Logic
+OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin")
+
+
+def parse_where(where: dict[str, Any] | None) -> Filter | None:
+    """Chroma-style ``where`` dict → a small filter tree every store translates."""
+    if not where:
+        return None
+    parts: list[Filter] = []
+    for key, value in where.items():
+        if key in ("$and", "$or"):
+            if not isinstance(value, list) or not value:
+                raise ConfigInvalid(f"'{key}' needs a non-empty list of filters", suggestion="Fix the filter")
+            subs = [p for p in (parse_where(v) for v in value) if p is not None]
+            parts.append(Logic(key, tuple(subs)))
+        elif key.startswith("$"):
+            raise ConfigInvalid(f"unknown filter operator '{key}'", suggestion="Use $and or $or at the top level")
+        elif isinstance(value, dict):
+            if len(value) != 1:
+                raise ConfigInvalid(f"filter on '{key}' needs exactly one operator", suggestion="Use $and")
+            ((op, operand),) = value.items()
+            if op not in OPERATORS:
+                raise ConfigInvalid(f"unknown filter operator '{op}'", suggestion=f"Use one of {', '.join(OPERATORS)}")
+            if op in ("$in", "$nin") and not isinstance(operand, list):
+                raise ConfigInvalid(f"'{op}' on '{key}' needs a list", suggestion="Pass a list value")
+            parts.append(Compare(key, op, operand))
+        else:
+            parts.append(Compare(key, "$eq", value))
+    return parts[0] if len(parts) == 1 else Logic("$and", tuple(parts))
+
+
+def and_filters(*filters: Filter | None) -> Filter | None:
+    present = tuple(f for f in filters if f is not None)
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else Logic("$and", present)
+
+
+def _compare(actual: Any, op: str, value: Any) -> bool:
+    if actual is None:
+        return False
+    try:
+        if op == "$eq":
+            return bool(actual == value)
+        if op == "$ne":
+            return bool(actual != value)
+        if op == "$in":
+            return actual in value
+        if op == "$nin":
+            return actual not in value
+        if isinstance(actual, bool) or isinstance(value, bool) or isinstance(actual, str) != isinstance(value, str):
+            return False
+        if op == "$gt":
+            return bool(actual > value)
+        if op == "$gte":
+            return bool(actual >= value)
+        if op == "$lt":
+            return bool(actual < value)
+        if op == "$lte":
+            return bool(actual <= value)
+    except TypeError:
+        return False
+    return False
+
+
+def matches(flt: Filter | None, metadata: dict[str, Any]) -> bool:
+    """Evaluate a filter against one vector's metadata (the local store, and tests)."""
+    if flt is None:
+        return True
+    if isinstance(flt, Compare):
+        return _compare(metadata.get(flt.field), flt.op, flt.value)
+    results = (matches(part, metadata) for part in flt.parts)
+    return all(results) if flt.op == "$and" else any(results)
+
+
+# ---------------------------------------------------------------- shared checks
+def model_mismatch(collection: str, held_model: Any, held_dims: Any, model_id: str, dimensions: int) -> DbError | None:
+    """DB_ERROR when a collection records another embedding model or dimension count."""
+    if held_model in (None, "", model_id) and held_dims in (None, "", dimensions, str(dimensions)):
+        return None
+    return DbError(
+        f"collection '{collection}' holds vectors of {held_model} ({held_dims} dims); "
+        f"refusing to add {model_id} ({dimensions} dims)",
+        suggestion=(
+            "Use another collection name, the same embedding model as before, or "
+            "vector_db.upsert_mode: replace to rebuild the collection with the new model"
+        ),
+        details={"collection": collection, "held_model": held_model, "model": model_id},
     )
 
 
-def describe_location(config: VectorDbConfig, default_path: Path, run_root: Path) -> dict[str, Any]:
+def with_namespace(metadatas: list[Metadata], namespace: str | None) -> list[Metadata]:
+    if not namespace:
+        return metadatas
+    return [{**m, NAMESPACE_KEY: namespace} for m in metadatas]
+
+
+def namespace_filter(namespace: str | None) -> Filter | None:
+    return Compare(NAMESPACE_KEY, "$eq", namespace) if namespace else None
+
+
+def secret_env(conn: dict[str, Any], key: str, provider: str) -> str | None:
+    """The secret held by the environment variable ``conn[key]`` names (never the value itself)."""
+    import os
+
+    name = conn.get(key)
+    if not name:
+        return None
+    value = os.environ.get(str(name))
+    if not value:
+        raise ConfigInvalid(
+            f"{provider}: the environment variable {name} (vector_db.connection.{key}) is not set",
+            suggestion=f"export {name}=...",
+        )
+    return value
+
+
+# ---------------------------------------------------------------- opening
+def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
+    """Open the configured store. Embedded stores live in the run unless a path/uri is configured."""
+    conn = config.connection
+    if config.provider == "chroma":
+        from indexfoundry.phases.index.stores.chroma import ChromaStore
+
+        return ChromaStore(config, layout.chroma_dir, layout.root)
+    if config.provider == "local":
+        from indexfoundry.phases.index.stores.local import LocalStore
+
+        return LocalStore(config, Path(conn["path"]) if conn.get("path") else layout.local_store_dir)
+    if config.provider == "qdrant":
+        from indexfoundry.phases.index.stores.qdrant import QdrantStore
+
+        return QdrantStore(config, layout.qdrant_dir)
+    if config.provider == "milvus":
+        from indexfoundry.phases.index.stores.milvus import MilvusStore
+
+        return MilvusStore(config, layout.milvus_file)
+    raise ConfigInvalid(
+        f"vector store '{config.provider}' is not supported",
+        suggestion="Use vector_db.provider: chroma, local, qdrant or milvus",
+    )
+
+
+def _public(conn: dict[str, Any]) -> dict[str, Any]:
+    """Connection settings without secrets (names of environment variables are kept)."""
+    out = {}
+    for key, value in conn.items():
+        lowered = key.lower()
+        if ("key" in lowered or "token" in lowered or "password" in lowered) and not lowered.endswith("_env"):
+            continue
+        out[key] = value
+    return out
+
+
+def describe_location(config: VectorDbConfig, layout: RunLayout) -> dict[str, Any]:
     """Where the vectors are, for ``vector_manifest.json`` (no secrets, run-relative paths)."""
-    conn = {k: v for k, v in config.connection.items() if "key" not in k.lower() and "token" not in k.lower()}
-    if config.provider == "chroma" and "host" not in conn:
-        path = Path(conn.get("path", default_path))
+    conn = _public(config.connection)
+    embedded: dict[str, tuple[str, Path]] = {
+        "chroma": ("path", layout.chroma_dir),
+        "local": ("path", layout.local_store_dir),
+        "qdrant": ("path", layout.qdrant_dir),
+        "milvus": ("uri", layout.milvus_file),
+    }
+    remote = any(k in conn for k in ("host", "url")) or "://" in str(conn.get("uri", ""))
+    if config.provider in embedded and not remote:
+        key, default = embedded[config.provider]
+        path = Path(conn.get(key, default))
         try:
-            conn["path"] = path.resolve().relative_to(run_root.resolve()).as_posix()
+            conn[key] = path.resolve().relative_to(layout.root.resolve()).as_posix()
         except ValueError:
-            conn["path"] = str(path)
+            conn[key] = str(path)
     return {"provider": config.provider, "connection": conn}

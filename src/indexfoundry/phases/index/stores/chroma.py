@@ -1,23 +1,49 @@
 """Chroma: embedded persistent client by default, ``HttpClient`` when host/port are configured.
 
 Vectors are always precomputed (``embedding_function=None``): Chroma never embeds, so it
-never tries to download a model.
+never tries to download a model. With a namespace, stored ids are ``<namespace>/<chunk id>``
+(ids are unique per collection) and a ``namespace`` metadata key scopes every read.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from indexfoundry.errors import DbError
+from indexfoundry.errors import ConfigInvalid, DbError
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.phases.index.embedders import Vectors
-from indexfoundry.phases.index.stores import Metadata, StoreHit
+from indexfoundry.phases.index.stores import (
+    NAMESPACE_KEY,
+    Metadata,
+    StoreHit,
+    model_mismatch,
+    secret_env,
+    with_namespace,
+)
 
 _NAME_OK = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+
+# One HTTP client per server and process: each holds a connection pool, and the search
+# service opens a store per request.
+_http_clients: dict[tuple[str, int, bool, str], Any] = {}
+_clients_lock = threading.Lock()
+
+
+def close_http_clients() -> None:
+    """Close the pooled connections to Chroma servers (tests, before stopping a server)."""
+    with _clients_lock:
+        for client in _http_clients.values():
+            # chromadb's close() releases the shared System but leaves its httpx session open.
+            session = getattr(getattr(client, "_server", None), "_session", None)
+            client.close()
+            if session is not None:
+                session.close()
+        _http_clients.clear()
 
 
 def _db_error(action: str, exc: Exception) -> DbError:
@@ -35,20 +61,27 @@ class ChromaStore:
         from chromadb.config import Settings
 
         if not _NAME_OK.match(config.collection):
-            from indexfoundry.errors import ConfigInvalid
-
             raise ConfigInvalid(
                 f"collection name '{config.collection}' is not valid for Chroma",
                 suggestion="Use 3-512 characters from a-z A-Z 0-9 . _ -, starting and ending alphanumeric",
             )
         self.config = config
+        self.namespace = config.namespace
         conn = config.connection
         settings = Settings(anonymized_telemetry=False)
         try:
             if "host" in conn:
-                self.client: Any = chromadb.HttpClient(
-                    host=str(conn["host"]), port=int(conn.get("port", 8000)), settings=settings
-                )
+                headers = {}
+                token = secret_env(conn, "api_key_env", "chroma")
+                if token:
+                    headers["Authorization"] = f"Bearer {token}"
+                key = (str(conn["host"]), int(conn.get("port", 8000)), bool(conn.get("ssl", False)), token or "")
+                with _clients_lock:
+                    if key not in _http_clients:
+                        _http_clients[key] = chromadb.HttpClient(
+                            host=key[0], port=key[1], ssl=key[2], headers=headers or None, settings=settings
+                        )
+                    self.client: Any = _http_clients[key]
             else:
                 path = Path(conn.get("path", default_path))
                 path.mkdir(parents=True, exist_ok=True)
@@ -57,10 +90,17 @@ class ChromaStore:
             raise _db_error("connection", exc) from None
         self._collection: Any = None
 
+    # ids: namespaced in the store, chunk ids outside
+    def _sid(self, chunk_id: str) -> str:
+        return f"{self.namespace}/{chunk_id}" if self.namespace else chunk_id
+
+    def _cid(self, stored: str) -> str:
+        return stored.split("/", 1)[1] if self.namespace and "/" in stored else stored
+
     def _where(self, where: dict[str, Any] | None) -> dict[str, Any] | None:
         clauses: list[dict[str, Any]] = []
-        if self.config.namespace:
-            clauses.append({"namespace": {"$eq": self.config.namespace}})
+        if self.namespace:
+            clauses.append({NAMESPACE_KEY: {"$eq": self.namespace}})
         if where:
             clauses.append(where)
         if not clauses:
@@ -74,12 +114,19 @@ class ChromaStore:
                 self._collection = self.client.get_collection(self.config.collection, embedding_function=None)
             except Exception as exc:
                 raise DbError(
-                    f"collection '{self.config.collection}' does not exist: {exc}",
+                    f"collection '{self.config.collection}' does not exist: {' '.join(str(exc).split())[:200]}",
                     suggestion="Run the index phase first",
                 ) from None
         return self._collection
 
-    def ensure_collection(self, model_id: str, dimensions: int) -> None:
+    def ensure_collection(self, model_id: str, dimensions: int, reset: bool = False) -> None:
+        if reset and not self.namespace:
+            try:
+                names = [c if isinstance(c, str) else c.name for c in self.client.list_collections()]
+                if self.config.collection in names:
+                    self.client.delete_collection(self.config.collection)
+            except Exception as exc:
+                raise _db_error("drop collection", exc) from None
         try:
             self._collection = self.client.get_or_create_collection(
                 self.config.collection,
@@ -89,23 +136,22 @@ class ChromaStore:
         except Exception as exc:
             raise _db_error("open collection", exc) from None
         meta = self._collection.metadata or {}
-        if meta.get("embedding_model") not in (None, model_id) or meta.get("dimensions") not in (
-            None,
-            dimensions,
-        ):
-            raise DbError(
-                f"collection '{self.config.collection}' holds vectors of {meta.get('embedding_model')} "
-                f"({meta.get('dimensions')} dims); refusing to add {model_id} ({dimensions} dims)",
-                suggestion="Use another collection name, or the same embedding model as before",
-            )
+        error = model_mismatch(
+            self.config.collection, meta.get("embedding_model"), meta.get("dimensions"), model_id, dimensions
+        )
+        if error is not None:
+            raise error
+        if reset and self.namespace:
+            self.delete(self.all_ids())
 
     def existing(self, ids: list[str]) -> dict[str, Metadata]:
         out: dict[str, Metadata] = {}
         try:
             for start in range(0, len(ids), 1000):
-                got = self.collection.get(ids=ids[start : start + 1000], include=["metadatas"])
-                for cid, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
-                    out[cid] = dict(meta or {})
+                batch = [self._sid(i) for i in ids[start : start + 1000]]
+                got = self.collection.get(ids=batch, include=["metadatas"])
+                for sid, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
+                    out[self._cid(sid)] = dict(meta or {})
         except DbError:
             raise
         except Exception as exc:
@@ -113,34 +159,46 @@ class ChromaStore:
         return out
 
     def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None:
-        if self.config.namespace:
-            metadatas = [{**m, "namespace": self.config.namespace} for m in metadatas]
         try:
             self.collection.upsert(
-                ids=ids,
+                ids=[self._sid(i) for i in ids],
                 embeddings=np.asarray(vectors, dtype=np.float32),
                 documents=texts,
-                metadatas=metadatas,
+                metadatas=with_namespace(metadatas, self.namespace),
             )
+        except DbError:
+            raise
         except Exception as exc:
             raise _db_error("upsert", exc) from None
 
     def all_ids(self) -> list[str]:
+        ids: list[str] = []
+        page = 10000
         try:
-            got = self.collection.get(where=self._where(None), include=[])
+            while True:
+                got = self.collection.get(where=self._where(None), include=[], limit=page, offset=len(ids))
+                ids.extend(got["ids"])
+                if len(got["ids"]) < page:
+                    break
+        except DbError:
+            raise
         except Exception as exc:
             raise _db_error("list ids", exc) from None
-        return sorted(got["ids"])
+        return sorted(self._cid(i) for i in ids)
 
     def delete(self, ids: list[str]) -> None:
         try:
             for start in range(0, len(ids), 1000):
-                self.collection.delete(ids=ids[start : start + 1000])
+                batch = [self._sid(i) for i in ids[start : start + 1000]]
+                if batch:
+                    self.collection.delete(ids=batch)
+        except DbError:
+            raise
         except Exception as exc:
             raise _db_error("delete", exc) from None
 
     def count(self) -> int:
-        return len(self.all_ids()) if self.config.namespace else int(self.collection.count())
+        return len(self.all_ids()) if self.namespace else int(self.collection.count())
 
     def query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]:
         try:
@@ -150,17 +208,19 @@ class ChromaStore:
                 where=self._where(where),
                 include=["distances", "metadatas", "documents"],
             )
+        except DbError:
+            raise
         except Exception as exc:
             raise _db_error("query", exc) from None
         hits: list[StoreHit] = []
         ids = result["ids"][0]
-        for i, cid in enumerate(ids):
+        docs = result.get("documents")
+        metas = result.get("metadatas")
+        for i, sid in enumerate(ids):
             distance = float(result["distances"][0][i])
-            docs = result.get("documents")
-            metas = result.get("metadatas")
             hits.append(
                 StoreHit(
-                    id=cid,
+                    id=self._cid(sid),
                     score=1.0 - distance,
                     text=docs[0][i] if docs else None,
                     metadata=dict(metas[0][i] or {}) if metas else {},
@@ -171,5 +231,8 @@ class ChromaStore:
     def max_batch_size(self) -> int:
         try:
             return int(self.client.get_max_batch_size())
-        except Exception:
+        except Exception:  # older servers have no such endpoint: use a size every version accepts
             return 1000
+
+    def close(self) -> None:
+        return None

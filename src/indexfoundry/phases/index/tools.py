@@ -1,0 +1,359 @@
+"""The design's index tools: ``indexfoundry_index_embed`` and ``indexfoundry_index_upsert``,
+plus ``verify_run`` (``indexfoundry index verify``).
+
+The tools run the same functions as the index phase (``embed_chunks``, ``upsert_chunks``) on
+one run's files, under the run lock, with the settings given in the call instead of the run's
+config. They write the run's index artifacts; the run manifest's ``index`` entry is written
+only by the phase runner (``indexfoundry index --run-id ID``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from indexfoundry.errors import ConfigInvalid, NotFound
+from indexfoundry.models.base import Strict
+from indexfoundry.models.config import IndexConfig, RetryConfig, VectorDbConfig
+from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
+from indexfoundry.storage.atomic import atomic_write_json, iter_jsonl
+from indexfoundry.storage.layout import RunLayout
+from indexfoundry.tools import tool
+
+_UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+_DEFAULT_CHUNKS = "normalized/chunks.jsonl"
+_DEFAULT_EMBEDDINGS = "indexed/embeddings.jsonl"
+_SEED_METADATA_FIELDS = ["source.uri", "source.type", "metadata.language", "position.page"]
+
+
+# ------------------------------------------------------------------ inputs (the seed's schemas)
+class EmbedModel(Strict):
+    """Which model embeds the chunks."""
+
+    provider: Literal["openai", "cohere", "sentence-transformers", "local", "hash"] = Field(
+        description="Embedding provider ('hash' is a deterministic test embedder)"
+    )
+    model_name: str = Field(
+        description=(
+            "Model identifier, e.g. 'text-embedding-3-small'; for local: 'all-MiniLM-L6-v2' or "
+            "'all-MiniLM-L6-v2-int8'; for sentence-transformers: a model name or local path"
+        )
+    )
+    dimensions: int | None = Field(default=None, ge=1, description="Override output dimensions if model supports")
+    api_key_env: str = Field(default="EMBEDDING_API_KEY", description="Environment variable containing the API key")
+    base_url: str | None = Field(
+        default=None, description="API base URL (openai: any OpenAI-compatible server; cohere: a proxy)"
+    )
+
+
+class IndexEmbedInput(Strict):
+    """Input of ``indexfoundry_index_embed`` (mirrors the seed's IndexEmbedInputSchema)."""
+
+    run_id: str = Field(pattern=_UUID, description="Run directory to work in")
+    chunks_path: str = Field(default=_DEFAULT_CHUNKS, description="Chunks file, relative to the run folder")
+    model: EmbedModel = Field(description="Embedding model")
+    batch_size: int = Field(default=100, ge=1, le=500, description="Chunks to embed per API call")
+    normalize_vectors: bool = Field(default=True, description="L2 normalize output vectors")
+    retry_config: RetryConfig | None = Field(default=None, description="Retries on 429, 5xx and timeouts")
+    force: bool = Field(default=False, description="Embed again even if the embeddings file is up to date")
+
+
+class UpsertConnection(Strict):
+    """Where the vector database is (the seed's fields, plus the embedded stores' path/uri)."""
+
+    host: str | None = Field(default=None, description="Server host (chroma, qdrant)")
+    port: int | None = Field(default=None, ge=1, le=65535, description="Server port")
+    api_key_env: str | None = Field(default=None, description="Environment variable holding the server's API key")
+    collection: str = Field(description="Collection/index name")
+    namespace: str | None = Field(default=None, description="Namespace within collection")
+    path: str | None = Field(default=None, description="Folder of an embedded store (chroma, local, qdrant local mode)")
+    url: str | None = Field(default=None, description="Server URL (qdrant)")
+    uri: str | None = Field(default=None, description="Milvus Lite file or Milvus server URI")
+    token_env: str | None = Field(default=None, description="Environment variable holding a Milvus token")
+
+
+class IndexUpsertInput(Strict):
+    """Input of ``indexfoundry_index_upsert`` (mirrors the seed's IndexUpsertInputSchema)."""
+
+    run_id: str = Field(pattern=_UUID, description="Run directory to work in")
+    embeddings_path: str = Field(default=_DEFAULT_EMBEDDINGS, description="Embeddings file, relative to the run")
+    chunks_path: str = Field(default=_DEFAULT_CHUNKS, description="Chunks file, relative to the run folder")
+    provider: Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local"] = Field(
+        description="Vector database provider"
+    )
+    connection: UpsertConnection = Field(description="Connection and collection")
+    metadata_fields: list[str] = Field(
+        default_factory=lambda: list(_SEED_METADATA_FIELDS), description="Chunk fields to store as vector metadata"
+    )
+    store_text: bool = Field(default=True, description="Store chunk text in vector metadata")
+    upsert_mode: Literal["insert", "upsert", "replace"] = Field(default="upsert", description="How to write")
+    batch_size: int = Field(default=100, ge=1, le=1000, description="Vectors per request (capped by the store)")
+    force: bool = Field(default=False, description="Kept for the seed's schema: upserts only write what changed")
+
+
+# ------------------------------------------------------------------ outputs
+class EmbedStats(Strict):
+    chunks: int = Field(description="Chunks with a vector in the embeddings file")
+    texts_embedded: int = Field(description="Texts sent to the model in this call")
+    texts_from_cache: int = Field(description="Texts whose vectors came from the embedding cache")
+    dimensions: int = Field(description="Vector dimensions")
+
+
+class IndexEmbedOutput(Strict):
+    success: bool = Field(description="Whether embedding succeeded")
+    output_path: str = Field(description="The embeddings file written")
+    model_used: str = Field(description="Model id recorded with every vector")
+    stats: EmbedStats
+    skipped: bool = Field(default=False, description="True if the embeddings were up to date and !force")
+
+
+class UpsertStats(Strict):
+    vectors_sent: int = Field(description="Vectors written in this call")
+    vectors_inserted: int = Field(description="Vectors new to the store")
+    vectors_updated: int = Field(description="Vectors rewritten because they changed")
+    vectors_failed: int = Field(description="Vectors that could not be written")
+    vectors_unchanged: int = Field(description="Vectors already in the store as they are")
+    vectors_pruned: int = Field(description="Ids no longer in the run, removed after the upsert")
+    duration_ms: int = Field(description="Wall time of the upsert")
+
+
+class VectorManifestOut(Strict):
+    collection: str = Field(description="Collection name")
+    namespace: str | None = Field(default=None, description="Namespace within the collection")
+    model_used: str = Field(description="Embedding model of the vectors")
+    dimensions: int = Field(description="Vector dimensions")
+    metadata_schema: list[str] = Field(description="Metadata fields stored with each vector")
+
+
+class IndexUpsertOutput(Strict):
+    success: bool = Field(description="Whether the upsert succeeded and the store matches the run")
+    stats: UpsertStats
+    vector_manifest: VectorManifestOut
+
+
+class VerifyOutput(Strict):
+    """``indexfoundry index verify``: the store's ids against the run's embeddings."""
+
+    run_id: str = Field(description="Run verified")
+    provider: str = Field(description="Vector store provider")
+    collection: str = Field(description="Collection name")
+    namespace: str | None = Field(default=None, description="Namespace within the collection")
+    expected: int = Field(description="Ids in the run's indexed/embeddings.jsonl")
+    present: int = Field(description="Ids in the store (namespace)")
+    missing: list[str] = Field(description="Run ids the store lacks")
+    extra: list[str] = Field(description="Store ids the run does not have")
+    ok: bool = Field(description="True when nothing is missing or extra")
+
+
+# ------------------------------------------------------------------ helpers
+def _layout(run_id: str, runs_dir: str | Path | None) -> RunLayout:
+    from indexfoundry.api import runs_dir_for
+
+    return RunLayout.existing(runs_dir_for(runs_dir), run_id)
+
+
+def _file(layout: RunLayout, relative: str, hint: str) -> Path:
+    path = layout.resolve_inside(relative)
+    if not path.is_file():
+        raise NotFound(f"'{relative}' does not exist in run {layout.run_id}", suggestion=hint)
+    return path
+
+
+def model_spec(model: EmbedModel) -> str:
+    """The ``index.embedding_model`` string for a tool's model object."""
+    if model.provider == "local":
+        name = model.model_name.rsplit("/", 1)[-1].lower()
+        if name in ("all-minilm-l6-v2-int8", "local-int8", "int8"):
+            return "local-int8"
+        if name in ("all-minilm-l6-v2", "local"):
+            return "local"
+        raise ConfigInvalid(
+            f"unknown local model '{model.model_name}'",
+            suggestion="Use all-MiniLM-L6-v2 or all-MiniLM-L6-v2-int8 (or provider sentence-transformers)",
+        )
+    if model.provider == "hash":
+        return f"hash:{model.dimensions or 384}"
+    return f"{model.provider}:{model.model_name}"
+
+
+def _up_to_date(path: Path, model_id: str, chunks: list[DocumentChunk]) -> bool:
+    from indexfoundry.storage.hashing import sha256_text
+
+    if not path.is_file():
+        return False
+    wanted = {c.chunk_id: sha256_text(c.embedding_text()) for c in chunks}
+    seen: dict[str, str] = {}
+    for row in iter_jsonl(path):
+        if row.get("model") != model_id:
+            return False
+        seen[row["chunk_id"]] = row["text_hash"]
+    return seen == wanted
+
+
+# ------------------------------------------------------------------ tools
+@tool("indexfoundry_index_embed", IndexEmbedInput, read_only=False, destructive=False, idempotent=True, open_world=True)
+def index_embed(
+    payload: IndexEmbedInput, runs_dir: str | Path | None = None, progress: Any = None, **_: Any
+) -> IndexEmbedOutput:
+    """Generate embeddings with a pinned model for a run's chunks (through the embedding cache);
+    writes indexed/embeddings.jsonl (chunk id, base64 float32 vector, model, dimensions)."""
+    from indexfoundry.phases.index import embed_chunks
+    from indexfoundry.phases.index.embedders import resolve_embedder
+    from indexfoundry.pipeline.manifest import run_lock
+
+    layout = _layout(payload.run_id, runs_dir)
+    config = IndexConfig(
+        embedding_model=model_spec(payload.model),
+        batch_size=payload.batch_size,
+        normalize_vectors=payload.normalize_vectors,
+        dimensions=payload.model.dimensions if payload.model.provider != "hash" else None,
+        api_key_env=payload.model.api_key_env,
+        base_url=payload.model.base_url,
+        retry_config=payload.retry_config or RetryConfig(),
+    )
+    with run_lock(layout):
+        chunks_file = _file(layout, payload.chunks_path, "Run the normalize phase first")
+        chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(chunks_file)]
+        embedder = resolve_embedder(config.embedding_model, config)
+        if not payload.force and _up_to_date(layout.embeddings, embedder.model_id, chunks):
+            first = next(iter_jsonl(layout.embeddings), None)
+            dims = int(first["dimensions"]) if first else embedder.dimensions
+            return IndexEmbedOutput(
+                success=True,
+                output_path=str(layout.embeddings),
+                model_used=embedder.model_id,
+                stats=EmbedStats(chunks=len(chunks), texts_embedded=0, texts_from_cache=0, dimensions=dims),
+                skipped=True,
+            )
+        embedded = embed_chunks(layout, chunks, embedder, config, progress)
+    return IndexEmbedOutput(
+        success=True,
+        output_path=str(layout.embeddings),
+        model_used=embedded.model_id,
+        stats=EmbedStats(
+            chunks=len(embedded.chunks),
+            texts_embedded=embedded.embedded,
+            texts_from_cache=embedded.reused,
+            dimensions=embedded.dimensions,
+        ),
+    )
+
+
+def load_embedded(layout: RunLayout, embeddings_path: Path, chunks_path: Path) -> Any:
+    """Rebuild what ``embed_chunks`` produced from the files it wrote."""
+    from indexfoundry.phases.index import Embedded, decode_vector
+
+    chunks = {row["chunk_id"]: DocumentChunk.model_validate(row) for row in iter_jsonl(chunks_path)}
+    records = [EmbeddingRecord.model_validate(row) for row in iter_jsonl(embeddings_path)]
+    if not records:
+        raise NotFound(f"run {layout.run_id} has no embeddings", suggestion="Run indexfoundry_index_embed first")
+    models = {r.model for r in records}
+    if len(models) != 1:
+        raise ConfigInvalid(
+            f"the embeddings file mixes models: {', '.join(sorted(models))}", suggestion="Embed again with one model"
+        )
+    unknown = [r.chunk_id for r in records if r.chunk_id not in chunks]
+    if unknown:
+        raise NotFound(
+            f"{len(unknown)} embedded chunk ids are not in the chunks file",
+            suggestion="Embed the current chunks again (indexfoundry_index_embed)",
+        )
+    ordered = sorted((chunks[r.chunk_id] for r in records), key=lambda c: c.chunk_id)
+    return Embedded(
+        chunks=ordered,
+        hashes={r.chunk_id: r.text_hash for r in records},
+        vectors={r.text_hash: decode_vector(r.vector) for r in records},
+        model_id=records[0].model,
+        dimensions=records[0].dimensions,
+        reused=0,
+        embedded=0,
+    )
+
+
+@tool(
+    "indexfoundry_index_upsert", IndexUpsertInput, read_only=False, destructive=True, idempotent=True, open_world=True
+)
+def index_upsert(
+    payload: IndexUpsertInput, runs_dir: str | Path | None = None, progress: Any = None, **_: Any
+) -> IndexUpsertOutput:
+    """Upsert a run's vectors into a vector database (chroma, local, qdrant, milvus), prune ids no
+    longer in the run once at the end, and verify the store's ids against the run."""
+    from indexfoundry.phases.index import upsert_chunks, vector_manifest
+    from indexfoundry.phases.index.stores import open_store
+    from indexfoundry.pipeline.manifest import run_lock
+
+    if payload.provider in ("pinecone", "weaviate"):
+        raise ConfigInvalid(
+            f"vector store '{payload.provider}' is not supported yet",
+            suggestion="Use chroma, local, qdrant or milvus",
+        )
+    conn = payload.connection.model_dump(exclude_none=True, exclude={"collection", "namespace"})
+    vdb = VectorDbConfig(
+        provider=payload.provider,
+        collection=payload.connection.collection,
+        namespace=payload.connection.namespace,
+        connection=conn,
+        metadata_fields=payload.metadata_fields,
+        store_text=payload.store_text,
+        upsert_mode=payload.upsert_mode,
+        batch_size=payload.batch_size,
+    )
+    layout = _layout(payload.run_id, runs_dir)
+    with run_lock(layout):
+        embedded = load_embedded(
+            layout,
+            _file(layout, payload.embeddings_path, "Run indexfoundry_index_embed first"),
+            _file(layout, payload.chunks_path, "Run the normalize phase first"),
+        )
+        started = time.monotonic()
+        store = open_store(vdb, layout)
+        try:
+            result = upsert_chunks(store, embedded, vdb, progress)
+        finally:
+            store.close()
+        duration = int((time.monotonic() - started) * 1000)
+        manifest = vector_manifest(layout, vdb, embedded)
+        atomic_write_json(layout.upsert_stats, result)
+        atomic_write_json(layout.vector_manifest, manifest)
+    return IndexUpsertOutput(
+        success=True,
+        stats=UpsertStats(**result["stats"], duration_ms=duration),
+        vector_manifest=VectorManifestOut(
+            collection=manifest["collection"],
+            namespace=manifest["namespace"],
+            model_used=manifest["model_used"],
+            dimensions=manifest["dimensions"],
+            metadata_schema=manifest["metadata_schema"],
+        ),
+    )
+
+
+def verify_run(run_id: str, runs_dir: str | Path | None = None) -> VerifyOutput:
+    """Compare the run's vector store (as its config names it) with ``indexed/embeddings.jsonl``."""
+    from indexfoundry.phases.index import open_run_store, verify_ids
+    from indexfoundry.pipeline.runner import load_run_config
+
+    layout = _layout(run_id, runs_dir)
+    embeddings = _file(layout, _DEFAULT_EMBEDDINGS, f"Run 'indexfoundry index --run-id {run_id}' first")
+    wanted = {row["chunk_id"] for row in iter_jsonl(embeddings)}
+    config = load_run_config(layout)
+    vdb = config.index.vector_db
+    store = open_run_store(layout, config)
+    try:
+        missing, extra = verify_ids(store, wanted)
+    finally:
+        store.close()
+    return VerifyOutput(
+        run_id=layout.run_id,
+        provider=vdb.provider,
+        collection=vdb.collection,
+        namespace=vdb.namespace,
+        expected=len(wanted),
+        present=len(wanted) - len(missing) + len(extra),
+        missing=missing,
+        extra=extra,
+        ok=not missing and not extra,
+    )

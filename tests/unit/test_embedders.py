@@ -1,0 +1,59 @@
+"""Embedder resolution, model ids and retry helpers (no network, no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.config import IndexConfig
+from indexfoundry.phases.index.embedders import (
+    HashEmbedder,
+    OpenAIEmbedder,
+    _retry_after,
+    api_model_id,
+    resolve_embedder,
+)
+
+
+def test_model_ids_name_model_dimensions_and_server_without_credentials():
+    assert api_model_id("openai", "text-embedding-3-small", None, None) == "openai:text-embedding-3-small"
+    assert (
+        api_model_id("openai", "nomic", 256, "http://user:pw@127.0.0.1:11434/v1/?x=1")
+        == "openai:nomic;dims=256;base=127.0.0.1:11434/v1"
+    )
+
+
+def test_a_manifest_model_id_resolves_back_to_the_same_embedder():
+    config = IndexConfig(base_url="http://127.0.0.1:9/v1", dimensions=32)
+    first = resolve_embedder("openai:m", config)
+    assert isinstance(first, OpenAIEmbedder)
+    assert resolve_embedder(first.model_id, config).model_id == first.model_id
+
+
+def test_hash_specs_and_unknown_specs():
+    assert resolve_embedder("hash:16").dimensions == 16
+    assert isinstance(resolve_embedder("hash", IndexConfig(dimensions=8)), HashEmbedder)
+    for bad in ("nope", "mystery:model", "hash:x"):
+        with pytest.raises(IndexFoundryError) as info:
+            resolve_embedder(bad)
+        assert info.value.code == "CONFIG_INVALID"
+
+
+def test_local_models_refuse_other_dimensions():
+    with pytest.raises(IndexFoundryError) as info:
+        resolve_embedder("local", IndexConfig(dimensions=128))
+    assert info.value.code == "CONFIG_INVALID"
+
+
+def test_retry_after_reads_seconds_milliseconds_and_dates():
+    assert _retry_after({"retry-after": "2"}) == 2.0
+    assert _retry_after({"retry-after-ms": "250"}) == 0.25
+    assert _retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert _retry_after({}) is None
+
+
+def test_hash_vectors_do_not_depend_on_batch_composition():
+    embedder = HashEmbedder(64)
+    alone = embedder.embed(["alpha beta"])[0]
+    together = embedder.embed(["gamma", "alpha beta", "delta"])[1]
+    assert alone.tobytes() == together.tobytes()
