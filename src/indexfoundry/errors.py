@@ -7,6 +7,7 @@ codes, HTTP statuses and the seed's ``ToolError`` shape; nothing else catches br
 
 from __future__ import annotations
 
+import errno
 from typing import Any, Literal, get_args
 
 ErrorCode = Literal[
@@ -157,4 +158,36 @@ def missing_extra(package: str, extra: str, feature: str) -> ConfigInvalid:
     return ConfigInvalid(
         f"{feature} needs the '{package}' package, which is not installed",
         suggestion=f"pip install 'indexfoundry[{extra}]'",
+    )
+
+
+# errno values of a write that failed because the disk, a quota or a file size limit is full.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+
+
+# SQLite primary result codes of a failed write: SQLITE_IOERR (10) and SQLITE_FULL (13).
+_SQLITE_STORAGE_CODES = frozenset({10, 13})
+
+
+def storage_full(exc: BaseException) -> IndexFoundryError | None:
+    """The error for a write that failed because storage is full (``None`` for any other error).
+
+    Covers OSError (ENOSPC, EFBIG, EDQUOT) and SQLite's I/O and disk-full errors. Recoverable:
+    once space is back, rerunning the same run resumes it (completed phases are skipped; a
+    phase without its manifest entry is redone).
+    """
+    if isinstance(exc, OSError):
+        if exc.errno not in DISK_FULL_ERRNOS:
+            return None
+        what = f"{exc.filename or 'a run file'}: {exc.strerror or exc}"
+    elif (int(getattr(exc, "sqlite_errorcode", -1)) & 0xFF) in _SQLITE_STORAGE_CODES:
+        what = f"a SQLite database: {exc}"
+    else:
+        return None
+    return IndexFoundryError(
+        f"cannot write {what} (disk full or file size limit reached)",
+        code="INTERNAL_ERROR",
+        recoverable=True,
+        suggestion="Free disk space or raise the file size limit, then rerun the same run (--run-id) to resume it",
+        details={"errno": exc.errno} if isinstance(exc, OSError) else {"sqlite_errorcode": exc.sqlite_errorcode},  # type: ignore[attr-defined]
     )

@@ -46,6 +46,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "indexfoundry.phases.extract.tools",
     "indexfoundry.phases.normalize.tools",
     "indexfoundry.phases.index.tools",
+    "indexfoundry.phases.index.profile_tools",
     "indexfoundry.phases.serve.tools",
     "indexfoundry.pipeline.tools",
 )

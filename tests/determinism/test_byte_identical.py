@@ -76,9 +76,14 @@ def test_two_runs_into_fresh_runs_folders_are_byte_identical(tree, tmp_path: Pat
 
 
 def test_runs_are_identical_under_another_hash_seed_and_with_sources_reordered(tmp_path: Path):
-    a = write_tree(tmp_path / "alpha", {"one.md": "# One\n\nAlpha text about caching.\n", "sub/two.md": "# Two\n\nMore.\n"})
+    a = write_tree(
+        tmp_path / "alpha", {"one.md": "# One\n\nAlpha text about caching.\n", "sub/two.md": "# Two\n\nMore.\n"}
+    )
     b = write_tree(tmp_path / "beta", {"three.md": "# Three\n\n## Part\n\nBeta text about search.\n"})
-    sources = [{"type": "folder", "path": str(a), "glob": "**/*.md"}, {"type": "folder", "path": str(b), "glob": "**/*.md"}]
+    sources = [
+        {"type": "folder", "path": str(a), "glob": "**/*.md"},
+        {"type": "folder", "path": str(b), "glob": "**/*.md"},
+    ]
     base = {"normalize": {"chunk_strategy": "by_heading"}, "index": {"embedding_model": "hash"}}
     forward = write_config(tmp_path / "forward.yaml", {"connect": {"sources": sources}, **base})
     backward = write_config(tmp_path / "backward.yaml", {"connect": {"sources": sources[::-1]}, **base})
@@ -86,8 +91,22 @@ def test_runs_are_identical_under_another_hash_seed_and_with_sources_reordered(t
     for name, config, seed in (("forward", forward, "1"), ("backward", backward, "4242")):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         done = subprocess.run(
-            [sys.executable, "-m", "indexfoundry", "pipeline", "run", str(config), "--runs-dir", str(tmp_path / name), "--json"],
-            capture_output=True, text=True, env=env, timeout=300, check=False,
+            [
+                sys.executable,
+                "-m",
+                "indexfoundry",
+                "pipeline",
+                "run",
+                str(config),
+                "--runs-dir",
+                str(tmp_path / name),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
         )
         assert done.returncode == 0, done.stderr
         runs[name] = tmp_path / name / json.loads(done.stdout)["run_id"]

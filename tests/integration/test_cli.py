@@ -17,7 +17,10 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 
 
 def test_invalid_config_exits_2_with_one_line_naming_the_key_and_no_traceback(tmp_path: Path):
-    config = write_config(tmp_path / "c.yaml", {"connect": {"sources": [{"type": "folder", "path": "d"}]}, "index": {"embeding_model": "x"}})
+    config = write_config(
+        tmp_path / "c.yaml",
+        {"connect": {"sources": [{"type": "folder", "path": "d"}]}, "index": {"embeding_model": "x"}},
+    )
     done = cli("pipeline", "run", str(config), "--runs-dir", str(tmp_path / "runs"))
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
@@ -48,7 +51,17 @@ def test_pipeline_run_json_prints_the_pipeline_run_output_and_search_json_ranks(
     assert human.returncode == 0
     assert human.stdout.strip().splitlines()[-1] == f"run {out['run_id']}"
     assert "skipped" in human.stdout
-    found = cli("search", "change the theme colours", "--run-id", out["run_id"], "--runs-dir", str(runs), "--json", "--top-k", "2")
+    found = cli(
+        "search",
+        "change the theme colours",
+        "--run-id",
+        out["run_id"],
+        "--runs-dir",
+        str(runs),
+        "--json",
+        "--top-k",
+        "2",
+    )
     assert found.returncode == 0, found.stderr
     results = json.loads(found.stdout)["results"]
     assert len(results) == 2
@@ -67,7 +80,10 @@ def test_runs_dir_comes_from_the_environment(tree, tmp_path: Path):
     env_runs = tmp_path / "env-runs"
     done = subprocess.run(
         [sys.executable, "-m", "indexfoundry", "pipeline", "run", str(config), "--json"],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
         env={**__import__("os").environ, "INDEXFOUNDRY_RUNS_DIR": str(env_runs)},
     )
     assert done.returncode == 0, done.stderr

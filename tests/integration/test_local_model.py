@@ -34,7 +34,9 @@ def test_model_weights_with_the_wrong_hash_are_refused(monkeypatch: pytest.Monke
 
 def test_default_model_finds_the_theme_pages_of_the_mkdocs_docs(corpora: Path, tmp_path: Path):
     config = {
-        "connect": {"sources": [{"type": "folder", "path": str(corpora / "markdown/mkdocs-1.4.2/docs"), "glob": "**/*.md"}]},
+        "connect": {
+            "sources": [{"type": "folder", "path": str(corpora / "markdown/mkdocs-1.4.2/docs"), "glob": "**/*.md"}]
+        },
         "normalize": {"chunk_strategy": "by_heading"},
     }
     out = api.pipeline_run(config, runs_dir=tmp_path / "runs")

@@ -30,9 +30,7 @@ def test_relative_folder_paths_resolve_against_the_config_file(tmp_path: Path):
 
 
 def test_unknown_key_is_config_invalid_naming_the_key_path(tmp_path: Path):
-    path = write_config(
-        tmp_path / "c.yaml", {"connect": {"sources": [{"type": "folder", "path": "d", "globb": "*"}]}}
-    )
+    path = write_config(tmp_path / "c.yaml", {"connect": {"sources": [{"type": "folder", "path": "d", "globb": "*"}]}})
     with pytest.raises(ConfigInvalid) as info:
         load_pipeline_config(path)
     assert info.value.code == "CONFIG_INVALID"

@@ -83,6 +83,12 @@ def test_in_needs_a_list_and_range_operators_need_a_number():
     check_filters([f("position.page", "gt", 2)], profile)
 
 
+def test_in_with_values_of_mixed_types_is_refused_before_reaching_the_store():
+    # Found by schemathesis: [-5.8e-125, False] reached Chroma, which raised (a 5xx).
+    assert _code([f("source.type", "in", [-5.8e-125, False])]) == "CONFIG_INVALID"
+    assert _code([f("source.type", "in", ["pdf", 1])]) == "CONFIG_INVALID"
+
+
 def test_store_where_pushes_down_only_store_fields_and_store_operators():
     filters = [f("source.type", "eq", "markdown"), f("position.page", "gte", 2), f("source.uri", "contains", "x")]
     fields = {"source.type", "position.page", "source.uri"}

@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.base import Strict
+from indexfoundry.models.retrieval import AllowedFilter, RetrievalConfig
 
 ChunkStrategy = Literal["fixed_chars", "by_paragraph", "by_heading", "by_page", "by_sentence", "recursive"]
 VectorProvider = Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local"]
@@ -80,6 +81,20 @@ class ConnectConfig(Strict):
     headers: dict[str, str] = Field(default_factory=dict, description="Custom HTTP headers")
     concurrency: int = Field(default=3, ge=1, le=10, description="Parallel fetches")
     respect_robots_txt: bool = Field(default=True, description="Obey robots.txt when crawling")
+    allowed_private_hosts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Hosts ('name' or 'name:port') that may be fetched although they resolve to loopback/private "
+            "addresses (an intranet docs server); every other private address stays blocked, redirects included"
+        ),
+    )
+    max_retries: int = Field(
+        default=3, ge=0, le=10, description="Retries after a timeout, connection error, 429 or 5xx"
+    )
+    retry_backoff_ms: int = Field(
+        default=500, ge=0, le=60000, description="First retry delay; doubles each retry (Retry-After wins)"
+    )
+    max_redirects: int = Field(default=10, ge=0, le=30, description="Redirect hops followed (each one checked)")
 
 
 # ---------------------------------------------------------------- extract
@@ -93,6 +108,20 @@ class ExtractConfig(Strict):
     csv_preview_rows: int = Field(default=100, ge=1, le=1000, description="Rows of a CSV put in its text")
     pdf_password_env: str | None = Field(
         default=None, description="Environment variable holding the password of encrypted PDFs"
+    )
+    ocr_fallback: bool = Field(
+        default=True, description="OCR the PDF pages that have images but no text layer (needs tesseract)"
+    )
+    ocr_dpi: int = Field(default=300, ge=72, le=600, description="Resolution PDF pages are rendered at for OCR")
+    include_headers_footers: bool = Field(default=False, description="docx: include page headers and footers")
+    workers: int | None = Field(
+        default=None, ge=0, le=64, description="Extraction worker processes (default: CPU cores; 0: in-process)"
+    )
+    timeout_s: float = Field(
+        default=300, gt=0, le=86400, description="Time limit per document; over it the document is a PARSE_ERROR"
+    )
+    memory_mb: int = Field(
+        default=2048, ge=256, le=65536, description="Memory limit per worker; over it the document is a PARSE_ERROR"
     )
 
 
@@ -145,23 +174,126 @@ class VectorDbConfig(Strict):
     namespace: str | None = Field(default=None, description="Namespace within the collection")
     connection: dict[str, Any] = Field(
         default_factory=dict,
-        description="Provider connection: chroma {path} (embedded) or {host, port} (server mode)",
+        description=(
+            "Provider connection: chroma {path} (embedded) or {host, port}; local {path}; qdrant {path} "
+            "(local mode) or {url} / {host, port}, api_key_env; milvus {uri} (Milvus Lite file or server URL), "
+            "token_env"
+        ),
+    )
+    metadata_fields: list[str] = Field(
+        default_factory=lambda: ["source.uri", "source.type", "metadata.language", "position.page"],
+        description="Chunk fields (dotted paths) stored as filterable vector metadata, besides the built-in ones",
+    )
+    store_text: bool = Field(default=True, description="Store chunk text in the vector store")
+    upsert_mode: Literal["insert", "upsert", "replace"] = Field(
+        default="upsert",
+        description=(
+            "upsert: write new and changed vectors, prune ids no longer in the run; insert: only add ids the "
+            "store lacks, never overwrite or prune; replace: empty the collection (or namespace) first"
+        ),
+    )
+    batch_size: int = Field(
+        default=100, ge=1, le=1000, description="Vectors per upsert request (capped by the store's own limit)"
+    )
+
+
+class RetryConfig(Strict):
+    max_retries: int = Field(default=3, ge=0, le=20, description="Retries after a 429, 5xx or timeout")
+    backoff_ms: int = Field(
+        default=1000, ge=0, le=600000, description="First backoff; doubles on each retry (Retry-After wins)"
     )
 
 
 class IndexConfig(Strict):
-    embedding_model: str = Field(default="local", description="'local' (offline MiniLM), 'hash', or 'provider:model'")
+    embedding_model: str = Field(
+        default="local",
+        description=(
+            "'local' (offline MiniLM), 'local-int8' (its int8 ONNX export), 'hash', or 'provider:model' "
+            "(sentence-transformers:<name|path>, openai:<model>, cohere:<model>)"
+        ),
+    )
     batch_size: int = Field(default=32, ge=1, le=500, description="Texts per embedding call")
     normalize_vectors: bool = Field(default=True, description="L2-normalise vectors")
+    dimensions: int | None = Field(
+        default=None, ge=1, description="Output dimensions, for models that support shortening (openai, cohere)"
+    )
     api_key_env: str = Field(default="EMBEDDING_API_KEY", description="Env var holding the API key")
+    base_url: str | None = Field(
+        default=None, description="API base URL (openai: any OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1)"
+    )
+    timeout_ms: int = Field(default=60000, ge=1000, le=600000, description="Timeout of one embedding request")
+    retry_config: RetryConfig = Field(default_factory=RetryConfig, description="Retries of API providers")
     vector_db: VectorDbConfig = Field(default_factory=VectorDbConfig, description="Where vectors go")
 
 
 # ---------------------------------------------------------------- serve
+ServeEndpoint = Literal[
+    "search_semantic", "search_hybrid", "search_keyword", "get_document", "get_chunk", "health", "stats"
+]
+ALL_SERVE_ENDPOINTS: tuple[ServeEndpoint, ...] = (
+    "search_semantic",
+    "search_hybrid",
+    "search_keyword",
+    "get_document",
+    "get_chunk",
+    "health",
+    "stats",
+)
+
+
+class ApiInfo(Strict):
+    """The seed's ``api_info`` of ``indexfoundry_serve_openapi``."""
+
+    title: str = Field(default="IndexFoundry Search API", min_length=1, max_length=200, description="API title")
+    version: str = Field(default="1.0.0", min_length=1, max_length=50, description="API version")
+    description: str | None = Field(default=None, max_length=5000, description="API description")
+    base_path: str = Field(
+        default="/api/v1",
+        pattern=r"^(/[A-Za-z0-9._~-]+)*$",
+        max_length=200,
+        description="Path prefix of every endpoint ('' for none), e.g. '/api/v1'",
+    )
+
+
+class RateLimitConfig(Strict):
+    """Per-client token bucket: ``burst`` requests at once, refilled at ``requests_per_minute``."""
+
+    enabled: bool = Field(default=True, description="Limit requests per client (false: no limit)")
+    requests_per_minute: int = Field(default=60, ge=1, le=1_000_000, description="Sustained requests per minute")
+    burst: int = Field(default=10, ge=1, le=100_000, description="Requests a client may make at once")
+
+
 class ServeConfig(Strict):
     auto_start: bool = Field(default=False, description="Start the HTTP API after the run")
     host: str = Field(default="127.0.0.1", description="Bind address")
     port: int | None = Field(default=None, ge=1024, le=65535, description="Port")
+    api_info: ApiInfo = Field(default_factory=ApiInfo, description="Title, version and base path of the API")
+    endpoints: list[ServeEndpoint] = Field(
+        default_factory=lambda: list(ALL_SERVE_ENDPOINTS), description="Endpoints the HTTP API offers"
+    )
+    cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (empty: none)")
+    rate_limit: RateLimitConfig = Field(default_factory=RateLimitConfig, description="Per-client rate limit")
+    log_requests: bool = Field(default=True, description="Log each request to the run's logs/requests.ndjson")
+    require_auth: bool = Field(default=False, description="Require an API key (written to the retrieval profile)")
+    allowed_namespaces: list[str] | None = Field(
+        default=None, description="Namespaces that may be searched (written to the retrieval profile)"
+    )
+    api_keys_env: str = Field(
+        default="INDEXFOUNDRY_API_KEYS", description="Environment variable holding comma-separated API keys"
+    )
+    api_key_file: str | None = Field(
+        default=None, description="JSON file of API keys (keys never go in this config file)"
+    )
+    max_request_bytes: int = Field(default=16384, ge=1024, le=10_485_760, description="Largest request body")
+    max_query_chars: int = Field(default=2048, ge=1, le=4096, description="Longest search query")
+    max_top_k: int = Field(default=100, ge=1, le=100, description="Largest top_k a request may ask for")
+    retrieval: RetrievalConfig = Field(
+        default_factory=RetrievalConfig,
+        description="Retrieval profile: default top_k, search modes offered, hybrid fusion",
+    )
+    allowed_filters: list[AllowedFilter] | None = Field(
+        default=None, description="Filterable fields and operators (None: the built-in list)"
+    )
 
 
 class PipelineConfig(Strict):
@@ -298,6 +430,41 @@ def load_global_config(path: Path | None = None) -> GlobalConfig:
         raise validation_error(exc, str(path)) from None
 
 
+def _inherited_blocked_domains(connect: dict[str, Any], inherited: list[str]) -> list[str]:
+    """Blocked domains a pipeline config inherits from the global config.
+
+    An explicit opt-in beats a default: with ``allow_private_networks: true`` the inherited
+    entries naming loopback/private hosts (the defaults ``localhost``, ``127.0.0.1``) are dropped,
+    and so are entries naming one of ``allowed_private_hosts``. ``blocked_domains`` written in the
+    pipeline config itself always apply in full.
+    """
+    import ipaddress
+
+    def host_of(entry: str) -> str:
+        # "name", "name:port", "[v6]:port" or a bare IPv6 address -> the host, lower case
+        entry = entry.strip().lower()
+        if entry.startswith("["):
+            return entry[1:].split("]", 1)[0]
+        return entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry
+
+    def names_private(entry: str) -> bool:
+        name = host_of(entry).rstrip(".")
+        if name == "localhost" or name.endswith(".localhost"):
+            return True
+        try:
+            return not ipaddress.ip_address(name).is_global
+        except ValueError:
+            return False
+
+    allowed_hosts = {host_of(str(h)) for h in connect.get("allowed_private_hosts") or []}
+    private_ok = connect.get("allow_private_networks") is True
+    return [
+        entry
+        for entry in inherited
+        if not (private_ok and names_private(entry)) and host_of(entry) not in allowed_hosts
+    ]
+
+
 def _apply_defaults(raw: dict[str, Any], glob: GlobalConfig) -> dict[str, Any]:
     """Fill keys the pipeline config leaves out from the global config's defaults."""
     data: dict[str, Any] = json.loads(json.dumps(raw))  # deep copy of plain data
@@ -319,8 +486,9 @@ def _apply_defaults(raw: dict[str, Any], glob: GlobalConfig) -> dict[str, Any]:
         connect.setdefault("user_agent", d.connect.user_agent)
         if glob.security.allowed_domains:
             connect.setdefault("allowed_domains", list(glob.security.allowed_domains))
-        connect.setdefault("blocked_domains", list(glob.security.blocked_domains))
         connect.setdefault("allow_private_networks", glob.security.allow_private_networks)
+        if "blocked_domains" not in connect:
+            connect["blocked_domains"] = _inherited_blocked_domains(connect, glob.security.blocked_domains)
     fill("extract", {"pdf_mode": d.extract.pdf_mode})
     fill(
         "normalize",

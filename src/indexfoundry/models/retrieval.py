@@ -15,7 +15,12 @@ FilterOp = Literal["eq", "neq", "gt", "gte", "lt", "lte", "in", "contains"]
 
 class HybridConfig(Strict):
     alpha: float = Field(default=0.7, ge=0, le=1, description="Weight of semantic vs keyword (1 = pure semantic)")
-    fusion_method: Literal["rrf", "weighted_sum"] = Field(default="rrf", description="How rankings are fused")
+    fusion_method: Literal["rrf", "weighted_sum"] = Field(
+        default="rrf",
+        description="rrf: reciprocal rank fusion (ranks only, alpha unused); weighted_sum: alpha-weighted "
+        "sum of min-max normalised scores",
+    )
+    rrf_k: int = Field(default=60, ge=1, le=1000, description="RRF constant k in 1 / (k + rank)")
 
 
 class RerankerConfig(Strict):
@@ -27,7 +32,7 @@ class RerankerConfig(Strict):
 class RetrievalConfig(Strict):
     default_top_k: int = Field(default=10, ge=1, le=100, description="Results returned by default")
     search_modes: list[SearchMode] = Field(
-        default_factory=lambda: list[SearchMode](["semantic"]), description="Modes offered"
+        default_factory=lambda: list[SearchMode](["semantic", "keyword", "hybrid"]), description="Modes offered"
     )
     hybrid_config: HybridConfig = Field(default_factory=HybridConfig)
     reranker: RerankerConfig = Field(default_factory=RerankerConfig)
@@ -66,14 +71,15 @@ class SearchRequest(Strict):
 
 
 class SearchResult(Strict):
-    chunk_id: str
-    doc_id: str
-    score: float
-    text: str
-    source: ChunkSource
-    position: ChunkPosition
-    metadata: ChunkMetadata
-    run_id: str
+    chunk_id: str = Field(description="Chunk id")
+    doc_id: str = Field(description="Document id")
+    score: float = Field(description="Cosine similarity (semantic), BM25 score (keyword) or fused score (hybrid)")
+    text: str = Field(description="Chunk text")
+    source: ChunkSource = Field(description="Where the chunk's document came from (uri, record_id)")
+    breadcrumb: str | None = Field(default=None, description="Heading path of the chunk, e.g. 'Guide > Install'")
+    position: ChunkPosition = Field(description="Offsets, page and section of the chunk")
+    metadata: ChunkMetadata = Field(description="Chunk metadata")
+    run_id: str = Field(description="Run the result comes from")
 
 
 class SearchResponse(Strict):

@@ -48,7 +48,7 @@ from indexfoundry.pipeline.manifest import (
     run_lock,
     save_manifest,
 )
-from indexfoundry.storage.atomic import atomic_write_json, read_json
+from indexfoundry.storage.atomic import atomic_write_json, read_json, remove_stale_temp_files
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import PHASES, RunLayout
 
@@ -348,6 +348,7 @@ def execute(
     started = monotonic_ms()
     results: dict[PhaseName, PhaseResult] = {}
     with run_lock(layout):
+        remove_stale_temp_files(layout.root)  # writes a SIGKILLed process never finished
         manifest = load_manifest(layout)
         frozen = frozen_config(config)
         if sha256_json(frozen) != manifest.config_hash:

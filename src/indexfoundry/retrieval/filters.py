@@ -40,6 +40,12 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool)
 
 
+def _value_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    return "number" if _is_number(value) else "str"
+
+
 def known_field(field: str) -> bool:
     """True if ``field`` is a dotted path into a chunk record (``source.uri``, ``metadata.custom.x``)."""
     parts = field.split(".")
@@ -72,6 +78,12 @@ def check_value(flt: SearchFilter) -> None:
             raise ConfigInvalid(
                 f"filter '{flt.field} in' needs a non-empty list of values",
                 suggestion='Pass a JSON list, e.g. --filter source.type in \'["markdown", "pdf"]\'',
+            )
+        if len({_value_kind(v) for v in flt.value}) > 1:
+            # Vector stores compare one type per list (Chroma refuses mixed lists outright).
+            raise ConfigInvalid(
+                f"filter '{flt.field} in' mixes value types: {flt.value!r}",
+                suggestion="Use values of one type: all strings, all numbers or all booleans",
             )
     elif flt.op in _RANGE_OPS:
         if not _is_number(flt.value):

@@ -33,7 +33,7 @@ from indexfoundry.models.retrieval import (
     SearchResult,
 )
 from indexfoundry.phases.index import open_run_store
-from indexfoundry.phases.index.embedders import Embedder, resolve_embedder
+from indexfoundry.phases.index.embedders import Embedder, embed_queries, resolve_embedder
 from indexfoundry.phases.index.keyword import KeywordIndex
 from indexfoundry.phases.index.stores import VectorStore
 from indexfoundry.phases.serve import default_profile
@@ -187,7 +187,7 @@ class SearchService:
         # request exactly as the top of a larger one, so paging with offset stays consistent.
         fetch = max(k, SEMANTIC_CANDIDATES)
         fetch = min(total, fetch * 4 if needs_post_filter(filters, self.store_fields) else fetch)
-        vector = self.embedder.embed([query])[0]
+        vector = embed_queries(self.embedder, [query])[0]
         while True:
             hits = self.store.query(vector, fetch, where)
             kept = [(h.id, h.score) for h in hits if self._keep(h.id, filters)]

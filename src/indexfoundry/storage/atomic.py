@@ -43,6 +43,21 @@ def new_temp_file(directory: Path, name: str) -> tuple[int, Path]:
     return fd, Path(tmp_name)
 
 
+def remove_stale_temp_files(root: Path) -> int:
+    """Delete the temp files (``.<name>.<random>.tmp``) a killed writer left under ``root``.
+
+    Call only while holding the run's lock: no writer of the run is alive then, so every temp
+    file is an unfinished write that will never be renamed into place. Returns how many.
+    """
+    removed = 0
+    for path in root.rglob(".*.tmp"):
+        if path.is_file() and not path.is_symlink():
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed += 1
+    return removed
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Write ``data`` to ``path`` atomically (temp file + fsync + rename).
 

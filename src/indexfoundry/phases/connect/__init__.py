@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from indexfoundry.errors import ConfigInvalid, IndexFoundryError, ParseError
+from indexfoundry.errors import DISK_FULL_ERRNOS, ConfigInvalid, FileTooLarge, IndexFoundryError, ParseError
 from indexfoundry.models.config import FolderSource, PdfSource, PipelineConfig, SitemapSource, UrlSource
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version
@@ -40,17 +40,31 @@ def store_raw_bytes(layout: RunLayout, data: bytes, ext: str) -> tuple[str, Path
     return digest, target
 
 
-def store_raw_file(layout: RunLayout, source: Path, ext: str) -> tuple[str, Path]:
+def store_raw_file(
+    layout: RunLayout, source: Path, ext: str, max_bytes: int | None = None, uri: str | None = None
+) -> tuple[str, Path]:
     """Copy a local file into ``raw/`` under the hash of the bytes actually copied.
 
     Hashing the copy (not the original) means a file that changes while being read is
-    stored consistently: the name always matches the bytes.
+    stored consistently: the name always matches the bytes. With ``max_bytes``, a file that
+    grew past the limit after it was scanned is a FILE_TOO_LARGE, never copied whole.
     """
     layout.raw_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = new_temp_file(layout.raw_dir, "copy")
     try:
         with os.fdopen(fd, "wb") as out, source.open("rb") as src:
-            shutil.copyfileobj(src, out, 1 << 20)
+            if max_bytes is None:
+                shutil.copyfileobj(src, out, 1 << 20)
+            else:
+                copied = 0
+                while block := src.read(1 << 20):
+                    copied += len(block)
+                    if copied > max_bytes:
+                        raise FileTooLarge(
+                            f"{uri or source.name} grew past the {max_bytes / 1048576:g} MB limit while being read",
+                            suggestion="Raise max_file_size_mb on the source, or exclude the file",
+                        )
+                    out.write(block)
             out.flush()
             os.fsync(out.fileno())
         digest = sha256_file(tmp)
@@ -75,8 +89,15 @@ def copy_folder_files(
     for file in scan.files:
         ext = extension_for(file.content_type, file.relative_path)
         try:
-            digest, target = store_raw_file(layout, file.path, ext)
+            digest, target = store_raw_file(
+                layout, file.path, ext, int(source.max_file_size_mb * 1024 * 1024), uri=file.uri
+            )
+        except FileTooLarge as exc:
+            errors.append((file.uri, exc))
+            continue
         except OSError as exc:
+            if exc.errno in DISK_FULL_ERRNOS:
+                raise  # the run's disk is full, not this file's fault: the phase fails and can be resumed
             errors.append((file.uri, ParseError(f"cannot copy {file.uri}: {exc}", suggestion="Check permissions")))
             continue
         fetched_at[file.uri] = utc_now()

@@ -71,7 +71,21 @@ def scan_folder(source: FolderSource) -> FolderScan:
                 continue
             uri = f"{name}/{relative}"
             try:
-                real = path.resolve(strict=True)
+                uri.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = uri.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                errors.append(
+                    (
+                        shown,
+                        ParseError(
+                            f"{shown}: the file name is not valid UTF-8", suggestion="Rename the file (UTF-8 names)"
+                        ),
+                    )
+                )
+                continue
+            try:
+                # os.path.realpath raises OSError (ELOOP) on a symlink loop; Path.resolve raises RuntimeError.
+                real = Path(os.path.realpath(path, strict=True))
                 if real != real_root and real_root not in real.parents:
                     continue  # a symlink pointing out of the root is never followed
                 info = real.stat()

@@ -191,6 +191,8 @@ def extract_docx(data: bytes, raw: RawRecord, config: PipelineConfig) -> Extract
             suggestion="Check the file; old binary .doc files must be converted to .docx",
             details={"uri": raw.uri},
         ) from None
+    except MemoryError:
+        raise  # a zip bomb: the worker reports it as over extract.memory_mb
     except Exception as exc:  # lxml/python-docx raise assorted errors on damaged packages
         raise ParseError(
             f"{raw.uri} is a damaged .docx file: {type(exc).__name__}: {exc}",

@@ -131,8 +131,11 @@ def decode_text(
     text: str | None = None
     encoding = _bom_encoding(data)
     if encoding is not None:
-        text = data.decode(encoding, errors="strict")
-    else:
+        try:
+            text = data.decode(encoding, errors="strict")
+        except UnicodeDecodeError:  # a BOM followed by bytes that do not fit it (e.g. odd-length UTF-16)
+            text = None
+    if text is None:
         candidates: list[str] = []
         for label in (declared, meta_charset(data) if html else None):
             codec = _codec(label, web=html)

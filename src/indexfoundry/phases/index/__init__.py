@@ -315,6 +315,9 @@ class IndexPhase(Phase):
             "chromadb": package_version("chromadb"),
             "sentence-transformers": package_version("sentence-transformers"),
             "torch": package_version("torch"),
+            # The keyword index is built here too: its tokenizer and stemmer shape it.
+            "bm25s": package_version("bm25s"),
+            "PyStemmer": package_version("PyStemmer"),
         }
 
     def input_hashes(self, ctx: PhaseContext) -> list[str]:

@@ -31,13 +31,13 @@ def default_profile() -> RetrievalProfile:
 
 
 def profile_for(config: PipelineConfig) -> RetrievalProfile:
-    """The retrieval profile of a run: the defaults plus the config's security settings."""
-    return default_profile().model_copy(
-        update={
-            "security": SecurityProfile(
-                require_auth=config.serve.require_auth, allowed_namespaces=config.serve.allowed_namespaces
-            )
-        }
+    """The retrieval profile of a run, from the config's ``serve`` section (built-in filters by default)."""
+    serve = config.serve
+    filters = list(DEFAULT_FILTERS) if serve.allowed_filters is None else serve.allowed_filters
+    return RetrievalProfile(
+        retrieval_config=serve.retrieval,
+        allowed_filters=filters,
+        security=SecurityProfile(require_auth=serve.require_auth, allowed_namespaces=serve.allowed_namespaces),
     )
 
 
@@ -49,7 +49,16 @@ class ServePhase(Phase):
         # What the two artifacts depend on (host, port, CORS and rate limits do not change them).
         return config.serve.model_dump(
             mode="json",
-            include={"api_info", "endpoints", "require_auth", "allowed_namespaces", "max_query_chars", "max_top_k"},
+            include={
+                "api_info",
+                "endpoints",
+                "require_auth",
+                "allowed_namespaces",
+                "max_query_chars",
+                "max_top_k",
+                "retrieval",
+                "allowed_filters",
+            },
         )
 
     def tool_versions(self) -> dict[str, str]:

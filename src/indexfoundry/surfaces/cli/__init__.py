@@ -13,13 +13,16 @@ import sys
 import typer
 
 from indexfoundry import __version__
-from indexfoundry.errors import IndexFoundryError
+from indexfoundry.errors import IndexFoundryError, storage_full
 from indexfoundry.models.manifests import ToolError
 from indexfoundry.surfaces.cli import (
     config_cmd,
     connect_cmd,
+    eval_cmd,
+    export_cmd,
     extract_cmd,
     index_cmd,
+    mcp_cmd,
     normalize_cmd,
     pipeline_cmd,
     runs_cmd,
@@ -58,7 +61,10 @@ app.add_typer(extract_cmd.app, name="extract")
 app.add_typer(normalize_cmd.app, name="normalize")
 app.add_typer(index_cmd.app, name="index")
 app.add_typer(serve_cmd.app, name="serve")
+app.add_typer(export_cmd.app, name="export")
 search_cmd.register(app)
+eval_cmd.register(app)
+mcp_cmd.register(app)
 
 
 def main() -> None:
@@ -73,3 +79,9 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    except OSError as exc:  # a full disk outside a phase (manifest, lock, logs): one line, no traceback
+        full = storage_full(exc)
+        if full is None:
+            raise
+        typer.echo(full.one_line(), err=True)
+        sys.exit(full.exit_code)
