@@ -71,15 +71,10 @@ def test_names_with_newlines_and_bytes_that_are_not_utf8_do_not_break_the_run(tm
             data.decode("utf-8")  # every JSON artifact stays valid UTF-8
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="covered by the root-only case below when not root")
-def test_an_unreadable_file_is_skipped_with_a_reason_when_running_as_root():
-    pytest.skip(
-        "tests run as root here: chmod 000 does not stop root from reading, so an unreadable file "
-        "cannot be built; dangling links and link loops above cover the 'cannot read' path"
-    )
-
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads chmod-000 files; see the skip above")
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="tests run as root here: chmod 000 does not stop root from reading, so no unreadable file can be built",
+)
 def test_an_unreadable_file_is_a_parse_error_and_the_run_goes_on(tmp_path: Path, runs_dir: Path):
     folder = tmp_path / "docs"
     folder.mkdir()

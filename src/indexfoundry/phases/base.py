@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Protocol
 from indexfoundry import __version__
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import GlobalConfig, PipelineConfig
-from indexfoundry.models.manifests import ErrorRecord, PhaseName
+from indexfoundry.models.manifests import ErrorRecord, PhaseManifest, PhaseName
 from indexfoundry.storage.atomic import append_ndjson
 from indexfoundry.storage.layout import RunLayout
 
@@ -68,6 +68,8 @@ class PhaseContext:
     # Test and library hook: an embedder instance to use instead of the configured one.
     embedder_override: Any = None
     base_layout: RunLayout | None = None
+    # This phase's last committed (completed) manifest in this run, when it is being rerun.
+    previous_phase: PhaseManifest | None = None
     # Items a phase took unchanged from the base run, by phase name (see pipeline/reuse.py).
     reuse_counts: dict[str, int] = field(default_factory=dict)
     errors: list[ErrorRecord] = field(default_factory=list)

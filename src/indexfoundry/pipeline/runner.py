@@ -35,7 +35,6 @@ from indexfoundry.models.manifests import (
     PipelineSummary,
     RunManifest,
     Timing,
-    Totals,
 )
 from indexfoundry.phases.base import NullProgress, Phase, PhaseContext, PhaseOutcome
 from indexfoundry.pipeline.clock import monotonic_ms, utc_now
@@ -47,6 +46,7 @@ from indexfoundry.pipeline.manifest import (
     load_manifest,
     run_lock,
     save_manifest,
+    totals_of,
 )
 from indexfoundry.storage.atomic import atomic_write_json, read_json, remove_stale_temp_files
 from indexfoundry.storage.hashing import sha256_json
@@ -169,6 +169,8 @@ def _run_phase(ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bo
             fingerprint=fingerprint,
             inputs=HashList(count=len(inputs), hashes=inputs),
         )
+        committed = manifest.phases.get(phase.name)
+        ctx.previous_phase = committed if committed is not None and committed.status == "completed" else None
         manifest.phases[phase.name] = running
         manifest.current_phase = phase.name
         manifest.status = "running"
@@ -315,20 +317,6 @@ def _run_with_test_delay(ctx: PhaseContext, phase: Phase) -> PhaseOutcome:
     return outcome
 
 
-def _totals(manifest: RunManifest) -> Totals:
-    def count(name: PhaseName) -> int:
-        phase = manifest.phases.get(name)
-        return phase.outputs.count if phase is not None and phase.status == "completed" else 0
-
-    return Totals(
-        sources_fetched=count("connect"),
-        documents_extracted=count("extract"),
-        chunks_created=count("normalize"),
-        vectors_indexed=count("index"),
-        errors_encountered=sum(len(p.errors) for p in manifest.phases.values()),
-    )
-
-
 def execute(
     layout: RunLayout,
     config: PipelineConfig,
@@ -384,9 +372,9 @@ def execute(
                 if outcome.result.status == "failed":
                     failed = True
                     break
-                manifest.totals = _totals(manifest)
+                manifest.totals = totals_of(manifest)
                 save_manifest(layout, manifest)
-        manifest.totals = _totals(manifest)
+        manifest.totals = totals_of(manifest)
         complete = all(
             (done := manifest.phases.get(cast(PhaseName, p))) is not None and done.status == "completed" for p in PHASES
         )

@@ -23,9 +23,9 @@ from indexfoundry import __version__
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import PipelineConfig
-from indexfoundry.models.manifests import HashList, PhaseManifest
 from indexfoundry.models.records import ExtractedDocument, RawRecord
 from indexfoundry.phases.extract import ExtractedText, ExtractOptions, ExtractPhase, FormatHint
+from indexfoundry.pipeline.manifest import record_tool_artifacts
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json, sync_filesystem
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
@@ -292,57 +292,16 @@ def _finish(
     report.setdefault("extractor_versions", ExtractPhase().tool_versions())
     atomic_write_json(layout.extraction_report, report)
     doc_count = sum(1 for _ in iter_jsonl(layout.documents))
-    _record(layout, tool_name, key, [*sorted(written), layout.documents, layout.extraction_report], doc_count)
-
-
-def _record(layout: RunLayout, tool_name: str, key: str, written: list[Path], doc_count: int) -> None:
-    """Record the artifacts a tool wrote in the manifest's ``extract`` entry (caller holds the lock)."""
-    from indexfoundry.pipeline.clock import utc_now
-    from indexfoundry.pipeline.manifest import artifact_record, load_manifest, save_manifest
-
-    manifest = load_manifest(layout)
-    previous = manifest.phases.get("extract")
-    records = {a.path: a for a in (previous.artifacts if previous is not None else [])}
-    for path in written:
-        record = artifact_record(layout, path, doc_count if path == layout.documents else None)
-        records[record.path] = record
-    records = {p: a for p, a in records.items() if (layout.root / p).is_file()}
-    artifacts = sorted(records.values(), key=lambda a: a.path)
-    fingerprint = sha256_json({"tool": tool_name, "key": key, "artifacts": [a.sha256 for a in artifacts]})
-    now = utc_now()
-    outputs = HashList(count=doc_count, hashes=sorted(a.sha256 for a in artifacts))
-    phase = ExtractPhase()
-    if previous is None or previous.status != "completed":
-        connect = manifest.phases.get("connect")
-        inputs = sorted(a.sha256 for a in connect.artifacts) if connect is not None else []
-        entry = PhaseManifest(
-            started_at=now,
-            completed_at=now,
-            duration_ms=0,
-            status="completed",
-            phase_version=phase.version,
-            tool_version=__version__,
-            tool_versions=phase.tool_versions(),
-            config_hash=key,
-            fingerprint=fingerprint,
-            inputs=HashList(count=len(inputs), hashes=inputs),
-            outputs=outputs,
-            artifacts=artifacts,
-            details={"written_by": tool_name},
-        )
-    else:
-        entry = previous.model_copy(
-            update={
-                "fingerprint": fingerprint,
-                "completed_at": now,
-                "outputs": outputs,
-                "artifacts": artifacts,
-                "details": {**previous.details, "written_by": tool_name},
-            }
-        )
-    manifest.phases["extract"] = entry
-    manifest.totals.documents_extracted = doc_count
-    save_manifest(layout, manifest)
+    record_tool_artifacts(
+        layout,
+        ExtractPhase(),
+        "connect",
+        tool_name,
+        key,
+        [*sorted(written), layout.documents, layout.extraction_report],
+        doc_count,
+        layout.documents,
+    )
 
 
 def _text_result(docs: list[ExtractedDocument], items: list[ExtractedText], fmt: str) -> dict[str, Any]:

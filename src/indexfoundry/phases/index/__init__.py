@@ -19,6 +19,7 @@ import numpy as np
 
 from indexfoundry.errors import DbError, EmbedError, IndexFoundryError
 from indexfoundry.models.config import IndexConfig, PipelineConfig, VectorDbConfig
+from indexfoundry.models.manifests import PhaseManifest
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
 from indexfoundry.phases.base import (
     NullProgress,
@@ -38,7 +39,7 @@ from indexfoundry.phases.index.stores import (
     open_store,
 )
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl
-from indexfoundry.storage.hashing import sha256_json, sha256_text
+from indexfoundry.storage.hashing import sha256_file, sha256_json, sha256_text
 from indexfoundry.storage.layout import RunLayout, cache_dir
 
 # Chunk fields always copied into the store's metadata (filterable), besides the configured ones.
@@ -328,6 +329,7 @@ class IndexPhase(Phase):
         config = ctx.config.index
         chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(layout.chunks)]
         embedder: Embedder = ctx.embedder_override or resolve_embedder(config.embedding_model, config)
+        committed = committed_vectors(layout, ctx.previous_phase)
         embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress)
         ordered = embedded.chunks
         store = open_run_store(layout, ctx.config)
@@ -335,6 +337,11 @@ class IndexPhase(Phase):
             upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress)
         finally:
             store.close()
+        store_ops = upsert.pop("stats")
+        # The artifact counts changes against the run's last committed index, not the live store, so
+        # a run resumed after dying between its upsert and its manifest writes the same file as a clean
+        # run. What this attempt actually sent to the store goes to the phase manifest's stats.
+        upsert["stats"] = changes_since(committed, embedded)
         atomic_write_json(layout.upsert_stats, upsert)
         atomic_write_json(layout.vector_manifest, vector_manifest(layout, config.vector_db, embedded))
         from indexfoundry.phases.index.keyword import build_keyword_index
@@ -343,12 +350,44 @@ class IndexPhase(Phase):
         return PhaseOutcome(
             artifacts=[layout.embeddings, layout.upsert_stats, layout.vector_manifest, *keyword_files],
             output_count=len(ordered),
-            stats={**upsert["stats"], "texts_embedded": embedded.embedded, "texts_from_cache": embedded.reused},
+            stats={
+                **upsert["stats"],
+                "store_writes": store_ops["vectors_sent"],
+                "store_pruned": store_ops["vectors_pruned"],
+                "texts_embedded": embedded.embedded,
+                "texts_from_cache": embedded.reused,
+            },
             details={"model": embedded.model_id, "model_sha256": _model_hash(embedded.model_id)},
             reused=embedded.reused,
             new=embedded.embedded,
             record_counts={"indexed/embeddings.jsonl": len(ordered)},
         )
+
+
+def committed_vectors(layout: RunLayout, previous: PhaseManifest | None) -> dict[str, str]:
+    """chunk id -> (model, text hash) of the run's last committed index, if its embeddings still verify."""
+    if previous is None:
+        return {}
+    recorded = {a.path: a.sha256 for a in previous.artifacts}
+    rel = layout.embeddings.relative_to(layout.root).as_posix()
+    if rel not in recorded or not layout.embeddings.is_file() or sha256_file(layout.embeddings) != recorded[rel]:
+        return {}
+    return {row["chunk_id"]: f"{row['model']}|{row['text_hash']}" for row in iter_jsonl(layout.embeddings)}
+
+
+def changes_since(committed: dict[str, str], embedded: Embedded) -> dict[str, int]:
+    """Vectors inserted / updated / unchanged / pruned relative to the last committed index."""
+    current = {c.chunk_id: f"{embedded.model_id}|{embedded.hashes[c.chunk_id]}" for c in embedded.chunks}
+    inserted = sum(1 for cid in current if cid not in committed)
+    updated = sum(1 for cid, key in current.items() if cid in committed and committed[cid] != key)
+    return {
+        "vectors": len(current),
+        "vectors_inserted": inserted,
+        "vectors_updated": updated,
+        "vectors_unchanged": len(current) - inserted - updated,
+        "vectors_pruned": sum(1 for cid in committed if cid not in current),
+        "vectors_failed": 0,
+    }
 
 
 def _model_hash(model_id: str) -> str | None:

@@ -14,11 +14,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from indexfoundry import __version__
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import ChunkStrategy, DedupeOptions, EnrichRules, NormalizeConfig
-from indexfoundry.models.manifests import HashList, PhaseManifest
 from indexfoundry.models.records import DocumentChunk, ExtractedDocument
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
 from indexfoundry.storage.hashing import sha256_file, sha256_json
@@ -165,52 +163,9 @@ def _previous(path: Path) -> dict[str, Any]:
 def _record(layout: RunLayout, tool_name: str, key: str, written: list[Path], chunk_count: int) -> None:
     """Record the artifacts a tool wrote in the manifest's ``normalize`` entry (caller holds the lock)."""
     from indexfoundry.phases.normalize import NormalizePhase
-    from indexfoundry.pipeline.clock import utc_now
-    from indexfoundry.pipeline.manifest import artifact_record, load_manifest, save_manifest
+    from indexfoundry.pipeline.manifest import record_tool_artifacts
 
-    manifest = load_manifest(layout)
-    previous = manifest.phases.get("normalize")
-    records = {a.path: a for a in (previous.artifacts if previous is not None else [])}
-    for path in written:
-        counted = chunk_count if path == layout.chunks else None
-        record = artifact_record(layout, path, counted)
-        records[record.path] = record
-    artifacts = sorted(records.values(), key=lambda a: a.path)
-    fingerprint = sha256_json({"tool": tool_name, "key": key, "artifacts": [a.sha256 for a in artifacts]})
-    now = utc_now()
-    outputs = HashList(count=chunk_count, hashes=sorted(a.sha256 for a in artifacts))
-    phase = NormalizePhase()
-    if previous is None or previous.status != "completed":
-        extract = manifest.phases.get("extract")
-        inputs = sorted(a.sha256 for a in extract.artifacts) if extract is not None else []
-        entry = PhaseManifest(
-            started_at=now,
-            completed_at=now,
-            duration_ms=0,
-            status="completed",
-            phase_version=phase.version,
-            tool_version=__version__,
-            tool_versions=phase.tool_versions(),
-            config_hash=key,
-            fingerprint=fingerprint,
-            inputs=HashList(count=len(inputs), hashes=inputs),
-            outputs=outputs,
-            artifacts=artifacts,
-            details={"written_by": tool_name},
-        )
-    else:
-        entry = previous.model_copy(
-            update={
-                "fingerprint": fingerprint,
-                "completed_at": now,
-                "outputs": outputs,
-                "artifacts": artifacts,
-                "details": {**previous.details, "written_by": tool_name},
-            }
-        )
-    manifest.phases["normalize"] = entry
-    manifest.totals.chunks_created = chunk_count
-    save_manifest(layout, manifest)
+    record_tool_artifacts(layout, NormalizePhase(), "extract", tool_name, key, written, chunk_count, layout.chunks)
 
 
 # ------------------------------------------------------------------ tools
