@@ -89,5 +89,8 @@ def test_the_filters_of_the_search_body_are_exactly_the_profiles_allowed_filters
     variants = schemas["SearchBody"]["properties"]["filters"]["items"]["anyOf"]
     names = [v["$ref"].rsplit("/", 1)[1] for v in variants]
     assert names == ["Filter_source_type_eq", "Filter_source_type_in"]
-    assert schemas["Filter_source_type_in"]["properties"]["value"]["type"] == "array"
+    in_value = schemas["Filter_source_type_in"]["properties"]["value"]
+    # A list of one type: strings, numbers or booleans (mixed lists are refused by the service).
+    assert [v["type"] for v in in_value["anyOf"]] == ["array", "array", "array"]
+    assert [v["items"].get("type") for v in in_value["anyOf"]] == ["string", None, "boolean"]
     assert schemas["Filter_source_type_eq"]["properties"]["field"]["const"] == "source.type"

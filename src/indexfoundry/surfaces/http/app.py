@@ -78,7 +78,14 @@ Number = StrictInt | StrictFloat
 _VALUE_KINDS: tuple[tuple[frozenset[str], Any, str], ...] = (
     (frozenset({"eq", "neq", "contains"}), Scalar, "A string, number or boolean"),
     (frozenset({"gt", "gte", "lt", "lte"}), Number, "A number"),
-    (frozenset({"in"}), Annotated[list[Scalar], Field(min_length=1)], "A non-empty list of values"),
+    (
+        frozenset({"in"}),
+        # One type per list: stores compare lists of a single type (the service refuses mixed lists).
+        Annotated[list[StrictStr], Field(min_length=1)]
+        | Annotated[list[Number], Field(min_length=1)]
+        | Annotated[list[StrictBool], Field(min_length=1)],
+        "A non-empty list of values of one type (strings, numbers or booleans)",
+    ),
 )
 
 
