@@ -46,12 +46,24 @@ def close_http_clients() -> None:
         _http_clients.clear()
 
 
+# Words of a failure that may pass by itself: the server is away, or the disk is full.
+_TRANSIENT_NAMES = ("connect", "timeout", "unavailable")
+_STORAGE_FULL = ("disk is full", "disk i/o error", "file too large", "no space left", "quota exceeded")
+
+
 def _db_error(action: str, exc: Exception) -> DbError:
-    recoverable = any(word in type(exc).__name__.lower() for word in ("connect", "timeout", "unavailable"))
+    message = " ".join(str(exc).split())
+    lowered = message.lower()
+    full = any(words in lowered for words in _STORAGE_FULL)
+    recoverable = full or "connect" in lowered or any(w in type(exc).__name__.lower() for w in _TRANSIENT_NAMES)
     return DbError(
-        f"Chroma {action} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
-        recoverable=recoverable or "connect" in str(exc).lower(),
-        suggestion="Check that the Chroma server is reachable, then rerun the index phase",
+        f"Chroma {action} failed: {type(exc).__name__}: {message[:300]}",
+        recoverable=recoverable,
+        suggestion=(
+            "Free disk space, then rerun the same run (--run-id) to resume it"
+            if full
+            else "Check that the Chroma server is reachable, then rerun the index phase"
+        ),
     )
 
 
