@@ -57,3 +57,43 @@ def test_a_utf16_bom_before_bytes_that_do_not_fit_it_is_decoded_another_way_or_a
         assert error.code in {"PARSE_ERROR", "EMPTY_CONTENT"}
     else:
         assert all(isinstance(item.text, str) for item in items)
+
+
+# Found by `harness json` (json-98675925a2056073): thousands of nested '[' made json.loads raise
+# RecursionError out of the extractor.
+@pytest.mark.parametrize("data", [b"[" * 100_000, b'{"a":' * 50_000 + b"1" + b"}" * 50_000, b"[" * 900 + b"]" * 900])
+def test_json_nested_too_deeply_is_a_parse_error_not_a_crash(data: bytes):
+    try:
+        items = extract_bytes(data, _raw("json"), CONFIG, ExtractOptions())
+    except IndexFoundryError as error:
+        assert error.code == "PARSE_ERROR"
+    else:
+        assert all(isinstance(item.text, str) for item in items)
+
+
+# Found by `harness pdf` (pdf-81bcc166f2404076, a mutated corpus PDF that is not committed):
+# pdfminer read a page with no text, then PDFium could not load that page and PdfiumError escaped
+# while checking it for images. The page is now skipped for OCR with a warning. The PDFium page
+# failure is reproduced on a real generated PDF by making PDFium's page loader fail.
+def test_a_page_pdfium_cannot_load_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch):
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument.new()
+    pdf.new_page(200, 200)
+    import io
+
+    buffer = io.BytesIO()
+    pdf.save(buffer)
+    pdf.close()
+
+    def broken(self: object, index: int) -> object:
+        raise pdfium.PdfiumError("Failed to load page.")
+
+    monkeypatch.setattr(pdfium.PdfDocument, "get_page", broken)
+    raw = _raw("txt").model_copy(update={"content_type": "application/pdf", "ext": "pdf", "uri": "fuzz/input.pdf"})
+    try:
+        items = extract_bytes(buffer.getvalue(), raw, CONFIG, ExtractOptions())
+    except IndexFoundryError as error:
+        assert error.code in {"EMPTY_CONTENT", "PARSE_ERROR"}
+    else:
+        assert any("PDFium cannot load the page" in w for item in items for w in item.warnings)

@@ -136,6 +136,17 @@ def _open_pdfium(data: bytes, password: str | None) -> Any | None:
         return None
 
 
+def _pdfium_page(pdfium_doc: Any, number: int, warnings: list[str]) -> Any | None:
+    """Page ``number`` for rendering, or None (with a warning) when PDFium cannot load it."""
+    import pypdfium2 as pdfium
+
+    try:
+        return pdfium_doc[number - 1]
+    except pdfium.PdfiumError:
+        warnings.append(f"page {number}: PDFium cannot load the page; it was not checked for images or OCR'd")
+        return None
+
+
 def _miner_pages(
     data: bytes, uri: str, mode: str, wanted: set[int] | None, options: ExtractOptions, config: PipelineConfig
 ) -> tuple[dict[int, str], int, dict[str, Any]]:
@@ -311,11 +322,12 @@ def _pages(
         needs_ocr = mode == "ocr"
         usable = bool(text.strip()) and not _mostly_cid(text)
         if not needs_ocr and not usable and pdfium_doc is not None and number <= len(pdfium_doc):
-            page = pdfium_doc[number - 1]
-            try:
-                needs_ocr = _has_images(page) or bool(text.strip())
-            finally:
-                page.close()
+            page = _pdfium_page(pdfium_doc, number, warnings)
+            if page is not None:
+                try:
+                    needs_ocr = _has_images(page) or bool(text.strip())
+                finally:
+                    page.close()
             if needs_ocr and text.strip():
                 warnings.append(f"page {number}: text layer has unmapped glyphs (cid); OCR used")
         ocr_used = False
@@ -332,8 +344,8 @@ def _pages(
                         raise
                     ocr_ready, ocr_error = False, error
                     warnings.append(f"pages without a text layer were not OCR'd: {error.message}")
-            if ocr_ready and pdfium_doc is not None:
-                page = pdfium_doc[number - 1]
+            page = _pdfium_page(pdfium_doc, number, warnings) if ocr_ready and pdfium_doc is not None else None
+            if page is not None:
                 try:
                     result = ocr_pdf_page(page, cfg.ocr_language, cfg.ocr_dpi)
                 finally:

@@ -117,10 +117,11 @@ def _parse_ndjson(text: str, warnings: list[str]) -> list[Any]:
             continue
         try:
             values.append(json.loads(line))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             bad += 1
             if bad <= _MAX_WARNINGS:
-                warnings.append(f"line {number} is not valid JSON ({exc.msg}); skipped")
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+                warnings.append(f"line {number} is not valid JSON ({reason}); skipped")
     return values
 
 
@@ -225,6 +226,12 @@ def extract_tabular(
                 suggestion="Fix the JSON, or use format_hint 'txt' to index it as plain text",
                 details={"uri": raw.uri, "line": exc.lineno},
             ) from None
+        except RecursionError:
+            raise ParseError(
+                f"{raw.uri} nests JSON arrays or objects too deeply to read",
+                suggestion="Flatten the JSON, or use format_hint 'txt' to index it as plain text",
+                details={"uri": raw.uri, "limit": "nesting"},
+            ) from None
         values = parsed if isinstance(parsed, list) else [parsed]
     if spec is not None:
         if kind == "json" and not isinstance(parsed, list):
@@ -240,7 +247,15 @@ def extract_tabular(
     if kind == "json":
         metadata["records"] = len(parsed) if isinstance(parsed, list) else None
     metadata = {k: v for k, v in metadata.items() if v is not None}
-    return [ExtractedText(text=_blocks(values), format="json", headings=[], metadata=metadata, warnings=warnings)]
+    try:
+        text = _blocks(values)
+    except RecursionError:
+        raise ParseError(
+            f"{raw.uri} nests JSON arrays or objects too deeply to turn into text",
+            suggestion="Flatten the JSON, or use format_hint 'txt' to index it as plain text",
+            details={"uri": raw.uri, "limit": "nesting"},
+        ) from None
+    return [ExtractedText(text=text, format="json", headings=[], metadata=metadata, warnings=warnings)]
 
 
 def _csv(
