@@ -87,8 +87,15 @@ def extract_bytes(
 ) -> list[ExtractedText]:
     """Extract one raw file (pure function: safe to run in a worker process)."""
     from indexfoundry.phases.extract.dispatch import extract_by_type
+    from indexfoundry.phases.extract.markdown import find_headings
 
-    return extract_by_type(data, raw, config, options or ExtractOptions())
+    items = extract_by_type(data, raw, config, options or ExtractOptions())
+    for item in items:
+        # Here, in the worker and under its limits, not later in the phase's own process:
+        # finding the headings of a 50 MB HTML page's markdown is work on hostile input too.
+        if item.headings is None:
+            item.headings = find_headings(item.text)
+    return items
 
 
 def _text_key(raw: RawRecord, item: ExtractedText) -> str:

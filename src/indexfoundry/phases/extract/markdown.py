@@ -116,16 +116,18 @@ def _candidate_lines(lines: list[str]) -> list[tuple[int, int, str]]:
 
 def find_headings(text: str) -> list[Heading]:
     """Headings of a markdown text with their byte offsets and 1-based line numbers."""
+    lines = text.splitlines(keepends=True)
+    candidates = _candidate_lines(lines)
+    if not candidates:
+        return []  # every AST heading is matched to a candidate line: none can be found
     ast = _ast_headings(text)
     if not ast:
         return []
-    lines = text.splitlines(keepends=True)
     byte_starts: list[int] = []
     offset = 0
     for line in lines:
         byte_starts.append(offset)
         offset += len(line.encode("utf-8"))
-    candidates = _candidate_lines(lines)
     headings: list[Heading] = []
     cursor = 0
     for level, title in ast:

@@ -16,6 +16,7 @@ from indexfoundry.errors import ChunkError
 from indexfoundry.models.config import NormalizeConfig
 from indexfoundry.models.records import Heading, PageExtraction
 from indexfoundry.phases.normalize.blocks import Block, split_blocks
+from indexfoundry.phases.normalize.positions import TextPositions
 
 # Separators for splitting one oversized paragraph or sentence, coarse to fine.
 _PARAGRAPH_SEPS = ["\n", ". ", " "]
@@ -384,23 +385,14 @@ def assign_pages(spans: list[Span], ranges: list[tuple[int, int, int]]) -> list[
 
 
 # ------------------------------------------------------------------ by_heading
-def line_starts(text: str) -> list[int]:
-    """Character offset of the start of every line."""
-    starts = [0]
-    pos = text.find("\n")
-    while pos != -1:
-        starts.append(pos + 1)
-        pos = text.find("\n", pos + 1)
-    return starts
-
-
 def heading_sections(text: str, headings: list[Heading]) -> list[Section]:
     """Split a document into sections at its headings, each with its breadcrumb."""
-    starts = line_starts(text)
+    positions = TextPositions(text)
     bounds: list[tuple[int, Heading]] = []
     for heading in headings:
-        if 1 <= heading.line <= len(starts):
-            bounds.append((starts[heading.line - 1], heading))
+        start = positions.line_start(heading.line)
+        if start is not None:
+            bounds.append((start, heading))
     bounds.sort(key=lambda b: b[0])
     sections: list[Section] = []
     first = bounds[0][0] if bounds else len(text)
