@@ -169,8 +169,13 @@ def search(
     embedder: Any = None,
 ) -> SearchResponse:
     """Search one run."""
+    from indexfoundry.retrieval.service import close_service
+
     service = search_service(run_id, runs_dir=runs_dir, embedder=embedder)
-    return service.search(SearchRequest(query=query, top_k=top_k, mode=mode, filters=filters or [], offset=offset))
+    try:
+        return service.search(SearchRequest(query=query, top_k=top_k, mode=mode, filters=filters or [], offset=offset))
+    finally:
+        close_service(service)
 
 
 def search_service(run_id: str, *, runs_dir: str | Path | None = None, embedder: Any = None) -> SearchService:

@@ -17,7 +17,7 @@ from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import AllowedFilter, RetrievalConfig
 
 ChunkStrategy = Literal["fixed_chars", "by_paragraph", "by_heading", "by_page", "by_sentence", "recursive"]
-VectorProvider = Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local"]
+VectorProvider = Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local", "pgvector"]
 
 
 # ---------------------------------------------------------------- sources (connect)
@@ -177,7 +177,7 @@ class VectorDbConfig(Strict):
         description=(
             "Provider connection: chroma {path} (embedded) or {host, port}; local {path}; qdrant {path} "
             "(local mode) or {url} / {host, port}, api_key_env; milvus {uri} (Milvus Lite file or server URL), "
-            "token_env"
+            "token_env; pgvector {dsn} or {dsn_env} (no password: PGPASSWORD or password_env), schema"
         ),
     )
     metadata_fields: list[str] = Field(

@@ -14,7 +14,9 @@ A finished run with a base holds a full copy of what it reused, so its base may 
 Safety: only folders whose name is a run id directly inside the runs folder are touched;
 symlinks are never followed or removed; every path is resolved and checked to be inside
 the runs folder before anything is deleted; the run lock is held while a run is removed.
-``dry_run`` (the default) only reports. With ``keep_manifests`` (default) ``manifest.json``
+A removed run's table in a server store that stages runs (pgvector) is dropped too, unless
+it is the published index; if that fails the run is kept, with the reason. ``dry_run`` (the
+default) only reports. With ``keep_manifests`` (default) ``manifest.json``
 and ``config.json`` stay, so the run is still listed and diffable.
 """
 
@@ -103,6 +105,18 @@ def _remove(runs_root: Path, path: Path, keep_manifests: bool) -> None:
             shutil.rmtree(child)
 
 
+def _release_vectors(layout: RunLayout) -> None:
+    """Drop what the run holds in a server store (its pgvector table, unless published)."""
+    if not layout.config.is_file():
+        return
+    from indexfoundry.models.config import PipelineConfig
+    from indexfoundry.phases.index.stores import release_run
+    from indexfoundry.storage.atomic import read_json
+
+    config = PipelineConfig.model_validate(read_json(layout.config))
+    release_run(config.index.vector_db, layout)
+
+
 def cleanup_runs(
     runs_dir: Path,
     *,
@@ -163,9 +177,14 @@ def cleanup_runs(
         if not dry_run:
             try:
                 with run_lock(RunLayout(path)):
+                    _release_vectors(RunLayout(path))
                     _remove(runs_root, path, keep_manifests)
             except RunLocked:
                 out.protected.append(KeptItem(run_id=run_id, reason="a pipeline is working on it"))
+                continue
+            except IndexFoundryError as exc:
+                # The run's vectors could not be dropped (server away): keep the run, say why.
+                out.protected.append(KeptItem(run_id=run_id, reason=f"vector store: {exc.code}: {exc.message}"))
                 continue
         out.removed.append(
             CleanupItem(

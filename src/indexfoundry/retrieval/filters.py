@@ -144,14 +144,21 @@ def matches(data: dict[str, Any], filters: list[SearchFilter]) -> bool:
     return all(_match_one(field_value(data, f.field), f) for f in filters)
 
 
-def store_where(filters: list[SearchFilter], store_fields: set[str]) -> dict[str, Any] | None:
-    """The part of ``filters`` a vector store can apply itself, as a Chroma-style ``where``."""
-    clauses = [{f.field: {STORE_OPS[f.op]: f.value}} for f in filters if f.op in STORE_OPS and f.field in store_fields]
+def _store_ops(contains: bool) -> dict[str, str]:
+    return {**STORE_OPS, "contains": "$contains"} if contains else STORE_OPS
+
+
+def store_where(filters: list[SearchFilter], store_fields: set[str], contains: bool = False) -> dict[str, Any] | None:
+    """The part of ``filters`` a vector store can apply itself, as a Chroma-style ``where``
+    (``contains`` too when the store translates ``$contains``)."""
+    ops = _store_ops(contains)
+    clauses = [{f.field: {ops[f.op]: f.value}} for f in filters if f.op in ops and f.field in store_fields]
     if not clauses:
         return None
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def needs_post_filter(filters: list[SearchFilter], store_fields: set[str]) -> bool:
+def needs_post_filter(filters: list[SearchFilter], store_fields: set[str], contains: bool = False) -> bool:
     """True if some filter cannot be pushed into the store (so more candidates must be fetched)."""
-    return any(f.op not in STORE_OPS or f.field not in store_fields for f in filters)
+    ops = _store_ops(contains)
+    return any(f.op not in ops or f.field not in store_fields for f in filters)

@@ -35,7 +35,7 @@ from indexfoundry.models.retrieval import (
 from indexfoundry.phases.index import open_run_store
 from indexfoundry.phases.index.embedders import Embedder, embed_queries, resolve_embedder
 from indexfoundry.phases.index.keyword import KeywordIndex
-from indexfoundry.phases.index.stores import VectorStore
+from indexfoundry.phases.index.stores import CONTAINS_PROVIDERS, VectorStore
 from indexfoundry.phases.serve import default_profile
 from indexfoundry.pipeline.manifest import load_manifest
 from indexfoundry.pipeline.runner import load_run_config
@@ -182,11 +182,14 @@ class SearchService:
         total = len(self.chunks)
         if total == 0 or k <= 0:
             return []
-        where = store_where(filters, self.store_fields)
+        # Chunk fields that are lists are stored joined by commas: a substring match there is a
+        # superset of membership, and every hit is checked with ``matches`` below.
+        contains = self.config.index.vector_db.provider in CONTAINS_PROVIDERS
+        where = store_where(filters, self.store_fields, contains)
         # Never fewer than SEMANTIC_CANDIDATES: an approximate index then ranks the top of a small
         # request exactly as the top of a larger one, so paging with offset stays consistent.
         fetch = max(k, SEMANTIC_CANDIDATES)
-        fetch = min(total, fetch * 4 if needs_post_filter(filters, self.store_fields) else fetch)
+        fetch = min(total, fetch * 4 if needs_post_filter(filters, self.store_fields, contains) else fetch)
         vector = embed_queries(self.embedder, [query])[0]
         while True:
             hits = self.store.query(vector, fetch, where)
@@ -274,6 +277,14 @@ class SearchService:
             mode=request.mode,
             indexed_at=self.indexed_at,
         )
+
+
+def close_service(service: SearchService) -> None:
+    """Release the service's vector store connection (server stores hold one)."""
+    with service._lock:
+        if service._store is not None:
+            service._store.close()
+            service._store = None
 
 
 def open_service(layout: RunLayout, embedder: Embedder | None = None) -> SearchService:

@@ -37,6 +37,7 @@ from indexfoundry.phases.index.stores import (
     VectorStore,
     describe_location,
     open_store,
+    publish,
 )
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl
 from indexfoundry.storage.hashing import sha256_file, sha256_json, sha256_text
@@ -272,6 +273,8 @@ def upsert_chunks(
             suggestion="Rerun 'indexfoundry index --run-id ... --force'",
             details={"missing": missing[:20], "extra": extra[:20]},
         )
+    # Only a store that matches the run becomes the served index (pgvector switches its view here).
+    publish(store)
     updated = sum(1 for c in to_write if c.chunk_id in existing)
     return {
         "stats": {

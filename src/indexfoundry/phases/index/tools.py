@@ -73,6 +73,8 @@ class UpsertConnection(Strict):
     url: str | None = Field(default=None, description="Server URL (qdrant)")
     uri: str | None = Field(default=None, description="Milvus Lite file or Milvus server URI")
     token_env: str | None = Field(default=None, description="Environment variable holding a Milvus token")
+    dsn: str | None = Field(default=None, description="PostgreSQL connection string without a password (pgvector)")
+    dsn_env: str | None = Field(default=None, description="Environment variable holding the PostgreSQL DSN (pgvector)")
 
 
 class IndexUpsertInput(Strict):
@@ -81,7 +83,7 @@ class IndexUpsertInput(Strict):
     run_id: str = Field(pattern=_UUID, description="Run directory to work in")
     embeddings_path: str = Field(default=_DEFAULT_EMBEDDINGS, description="Embeddings file, relative to the run")
     chunks_path: str = Field(default=_DEFAULT_CHUNKS, description="Chunks file, relative to the run folder")
-    provider: Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local"] = Field(
+    provider: Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local", "pgvector"] = Field(
         description="Vector database provider"
     )
     connection: UpsertConnection = Field(description="Connection and collection")

@@ -10,7 +10,13 @@ collection records the embedding model and dimensions it holds; writing vectors 
 model is refused with ``DB_ERROR``. ``where`` filters use Chroma's syntax
 (``{field: {"$eq": v}}``, ``$ne $gt $gte $lt $lte $in $nin``, ``{"$and": [...]}``,
 ``{"$or": [...]}``); each store translates them, and a comparison on a field a vector does
-not have never matches it.
+not have never matches it. Stores listed in ``CONTAINS_PROVIDERS`` also take ``$contains``
+(substring of a string field; a present value of another type passes, for the caller to
+check), which the retrieval service then pushes down to them.
+
+``pgvector`` (extra ``pgvector``) is a PostgreSQL server: each run writes its own table and
+``publish`` switches the collection's view to it once the run's vectors verify (see
+``pgvector.py``); stores without a ``publish`` method serve what they hold at once.
 """
 
 from __future__ import annotations
@@ -78,7 +84,9 @@ class Logic:
 
 
 Filter = Compare | Logic
-OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin")
+OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains")
+# Providers whose query translates ``$contains`` (the others get it evaluated after the query).
+CONTAINS_PROVIDERS = frozenset({"local", "pgvector"})
 
 
 def parse_where(where: dict[str, Any] | None) -> Filter | None:
@@ -127,6 +135,9 @@ def _compare(actual: Any, op: str, value: Any) -> bool:
             return actual in value
         if op == "$nin":
             return actual not in value
+        if op == "$contains":
+            # A substring of a string; a value of another type is left to the caller's own check.
+            return not isinstance(actual, str) or str(value) in actual
         if isinstance(actual, bool) or isinstance(value, bool) or isinstance(actual, str) != isinstance(value, str):
             return False
         if op == "$gt":
@@ -214,10 +225,35 @@ def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
         from indexfoundry.phases.index.stores.milvus import MilvusStore
 
         return MilvusStore(config, layout.milvus_file)
+    if config.provider == "pgvector":
+        from indexfoundry.phases.index.stores.pgvector import PgVectorStore
+
+        return PgVectorStore(config, layout.run_id)
     raise ConfigInvalid(
         f"vector store '{config.provider}' is not supported",
-        suggestion="Use vector_db.provider: chroma, local, qdrant or milvus",
+        suggestion="Use vector_db.provider: chroma, local, qdrant, milvus or pgvector",
     )
+
+
+def publish(store: VectorStore) -> None:
+    """Make a verified run's vectors the collection's served index (stores that stage writes)."""
+    method = getattr(store, "publish", None)
+    if method is not None:
+        method()
+
+
+def release_run(config: VectorDbConfig, layout: RunLayout) -> bool:
+    """Free what a removed run holds in a server store (``run cleanup``): its pgvector table,
+    unless that table is the published index. True if something was dropped."""
+    if config.provider != "pgvector":
+        return False
+    from indexfoundry.phases.index.stores.pgvector import PgVectorStore
+
+    store = PgVectorStore(config, layout.run_id)
+    try:
+        return store.drop_run()
+    finally:
+        store.close()
 
 
 def _public(conn: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,523 @@
+"""PostgreSQL + pgvector through ``psycopg`` 3 and the ``pgvector`` adapter (extra ``pgvector``).
+
+Connection: ``{dsn}`` (a libpq connection string or ``postgresql://`` URL *without* a
+password) or ``{dsn_env}`` naming the environment variable that holds one; the password comes
+from ``PGPASSWORD`` (libpq reads it), from the variable ``password_env`` names, or from a
+``.pgpass`` file; it is never written to the config, a manifest or a log. Optional
+``schema`` (default ``public``).
+
+Layout, per collection and namespace (``<base>`` = readable name + hash of both, so two
+namespaces never share a table):
+
+- one table per run, ``<base>__<run hash>``: ``id text primary key``, ``embedding vector(d)``,
+  ``text``, ``metadata jsonb`` (flat, dotted keys: ``source.uri``), ``run_id`` (the run that
+  wrote the row), with an HNSW index (``vector_cosine_ops``);
+- a view ``<base>``: the published index, what applications read;
+- ``indexfoundry_tables``: which table belongs to which collection, namespace and run, its
+  model and dimensions, and which one is published.
+
+Atomic publish: a run writes only its own table (in ``upsert``/``insert`` mode it starts as a
+copy of the published one, so unchanged vectors are not rewritten); after the index phase has
+verified it, one transaction points the view at it. Readers of the view see the old index or
+the new one, never a half-written or empty one; a run that dies before the switch leaves the
+old index serving. Older tables stay until ``run cleanup`` removes their run. Concurrent
+writers (several workers of one run) share the run's table: creation is serialised by an
+advisory lock and rows are keyed by id (``INSERT ... ON CONFLICT``), so no id is ever stored
+twice.
+
+A store opened for a run reads that run's table while it exists (a run's search is the run's
+own index), and the published view otherwise. Filters are pushed into the SQL query: ``$eq
+$ne $gt $gte $lt $lte $in $nin $contains`` on metadata keys, ``$and``/``$or``; a missing key
+never matches.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
+from indexfoundry.models.config import VectorDbConfig
+from indexfoundry.phases.index.embedders import Vectors
+from indexfoundry.phases.index.stores import (
+    Compare,
+    Filter,
+    Logic,
+    Metadata,
+    StoreHit,
+    model_mismatch,
+    parse_where,
+)
+from indexfoundry.storage.hashing import sha256_text
+
+REGISTRY = "indexfoundry_tables"
+# pgvector's HNSW index takes up to 2,000 dimensions of type vector; larger vectors are searched exactly.
+HNSW_MAX_DIMS = 2000
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def _slug(value: str, limit: int) -> str:
+    return _SLUG.sub("_", value.lower()).strip("_")[:limit] or "x"
+
+
+def base_name(collection: str, namespace: str | None) -> str:
+    """The view's name: readable, and unique per (collection, namespace) through a hash."""
+    readable = _slug(collection, 24) + (f"_{_slug(namespace, 10)}" if namespace else "")
+    return f"if_{readable}_{sha256_text(collection + chr(0) + (namespace or ''))[:8]}"
+
+
+def run_table_name(collection: str, namespace: str | None, run_id: str) -> str:
+    """The table one run writes (at most 59 characters: PostgreSQL identifiers stop at 63)."""
+    return f"{base_name(collection, namespace)}__{sha256_text(run_id)[:12]}"
+
+
+def _db_error(action: str, exc: Exception) -> DbError:
+    import psycopg
+
+    message = " ".join(str(exc).split())
+    # A lost or refused connection, a server shutting down, a serialisation conflict: a rerun may pass.
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    recoverable = isinstance(exc, psycopg.OperationalError) or sqlstate.startswith(("08", "40", "57P"))
+    return DbError(
+        f"PostgreSQL {action} failed: {type(exc).__name__}: {message[:300]}",
+        recoverable=recoverable,
+        suggestion=(
+            "Check that the PostgreSQL server is reachable, then rerun the same run (--run-id) to resume it"
+            if recoverable
+            else "Check the pgvector connection settings and that the vector extension is available"
+        ),
+        details={"sqlstate": sqlstate} if sqlstate else {},
+    )
+
+
+def resolve_dsn(conn: dict[str, Any]) -> tuple[str, str | None]:
+    """(DSN, password) from ``connection``; a password written into the DSN is refused."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    if conn.get("dsn") and conn.get("dsn_env"):
+        raise ConfigInvalid(
+            "pgvector: set vector_db.connection.dsn or dsn_env, not both", suggestion="Keep one of them"
+        )
+    if conn.get("dsn_env"):
+        name = str(conn["dsn_env"])
+        dsn = os.environ.get(name)
+        if not dsn:
+            raise ConfigInvalid(
+                f"pgvector: the environment variable {name} (vector_db.connection.dsn_env) is not set",
+                suggestion=f"export {name}='postgresql://user@host:5432/db'",
+            )
+    elif conn.get("dsn"):
+        dsn = str(conn["dsn"])
+    else:
+        raise ConfigInvalid(
+            "pgvector needs vector_db.connection.dsn or dsn_env",
+            suggestion="Set connection: {dsn: 'postgresql://user@host:5432/db'} and the password in PGPASSWORD",
+        )
+    try:
+        parts = conninfo_to_dict(dsn)
+    except Exception:
+        raise ConfigInvalid(
+            "pgvector: the connection string is not valid", suggestion="Use 'postgresql://user@host:5432/db'"
+        ) from None
+    if parts.get("password"):
+        # Named without its value: the DSN itself must never reach a message.
+        raise ConfigInvalid(
+            "pgvector: the connection string contains a password",
+            suggestion="Remove it from the DSN and export PGPASSWORD (or set connection.password_env)",
+        )
+    password = None
+    if conn.get("password_env"):
+        name = str(conn["password_env"])
+        password = os.environ.get(name)
+        if not password:
+            raise ConfigInvalid(
+                f"pgvector: the environment variable {name} (vector_db.connection.password_env) is not set",
+                suggestion=f"export {name}=...",
+            )
+    return dsn, password
+
+
+class PgVectorStore:
+    """One collection+namespace in PostgreSQL; writes go to ``run_id``'s own table."""
+
+    def __init__(self, config: VectorDbConfig, run_id: str | None) -> None:
+        try:
+            import psycopg  # noqa: F401
+            from pgvector.psycopg import register_vector  # noqa: F401
+        except ImportError:
+            raise missing_extra("psycopg' and 'pgvector", "pgvector", "the pgvector vector store") from None
+        self.config = config
+        self.collection = config.collection
+        self.namespace = config.namespace or ""
+        self.run_id = run_id
+        self.schema = str(config.connection.get("schema", "public"))
+        self.view = base_name(config.collection, config.namespace)
+        self.table = run_table_name(config.collection, config.namespace, run_id) if run_id else None
+        self._dsn, self._password = resolve_dsn(config.connection)
+        self._conn: Any = None
+        self._lock = threading.RLock()
+        self._dimensions: int | None = None
+
+    # ------------------------------------------------------------ connection
+    def _connect(self) -> Any:
+        import psycopg
+        from pgvector.psycopg import register_vector
+
+        if self._conn is not None and not self._conn.closed and not self._conn.broken:
+            return self._conn
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        kwargs: dict[str, Any] = {"connect_timeout": int(self.config.connection.get("connect_timeout", 10))}
+        if self._password:
+            kwargs["password"] = self._password
+        try:
+            conn = psycopg.connect(self._dsn, autocommit=True, **kwargs)
+        except Exception as exc:
+            raise _db_error("connection", exc) from None
+        try:
+            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+                with conn.transaction():
+                    # Concurrent CREATE EXTENSION IF NOT EXISTS can still collide: serialise it.
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtext('indexfoundry.create_extension'))")
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(conn)
+            self._ensure_registry(conn)
+        except Exception as exc:
+            conn.close()
+            raise _db_error("setup", exc) from None
+        self._conn = conn
+        return conn
+
+    @contextmanager
+    def _tx(self, action: str) -> Iterator[Any]:
+        """A transaction on the store's connection; any driver error becomes DB_ERROR."""
+        with self._lock:
+            conn = self._connect()
+            try:
+                with conn.transaction():
+                    yield conn
+            except DbError:
+                raise
+            except Exception as exc:
+                raise _db_error(action, exc) from None
+
+    def _ident(self, name: str) -> Any:
+        from psycopg import sql
+
+        return sql.Identifier(self.schema, name)
+
+    def _ensure_registry(self, conn: Any) -> None:
+        from psycopg import sql
+
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.{REGISTRY}",))
+            conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {} ("
+                    " table_name text PRIMARY KEY, collection text NOT NULL, namespace text NOT NULL,"
+                    " run_id text NOT NULL, view_name text NOT NULL, embedding_model text NOT NULL,"
+                    " dimensions integer NOT NULL, state text NOT NULL DEFAULT 'writing',"
+                    " created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz)"
+                ).format(self._ident(REGISTRY))
+            )
+
+    def _registered(self, conn: Any, table: str) -> tuple[str, int, str] | None:
+        from psycopg import sql
+
+        row = conn.execute(
+            sql.SQL("SELECT embedding_model, dimensions, state FROM {} WHERE table_name = %s").format(
+                self._ident(REGISTRY)
+            ),
+            (table,),
+        ).fetchone()
+        return (str(row[0]), int(row[1]), str(row[2])) if row else None
+
+    def _published(self, conn: Any) -> tuple[str, str, int] | None:
+        """(table, model, dimensions) of the published index of this collection+namespace."""
+        from psycopg import sql
+
+        row = conn.execute(
+            sql.SQL(
+                "SELECT table_name, embedding_model, dimensions FROM {} WHERE view_name = %s AND state = 'published'"
+            ).format(self._ident(REGISTRY)),
+            (self.view,),
+        ).fetchone()
+        return (str(row[0]), str(row[1]), int(row[2])) if row else None
+
+    def _read_source(self, conn: Any) -> str:
+        """The relation reads use: the run's table while it exists, else the published view."""
+        if self.table and self._registered(conn, self.table) is not None:
+            return self.table
+        if self._published(conn) is None:
+            raise DbError(
+                f"collection '{self.collection}' has no published index in PostgreSQL"
+                + (f" (namespace '{self.namespace}')" if self.namespace else ""),
+                suggestion="Run the index phase first",
+            )
+        return self.view
+
+    def _write_table(self) -> str:
+        if self.table is None:
+            raise DbError("this pgvector store was opened read-only (no run)", suggestion="Open it for a run")
+        return self.table
+
+    # ------------------------------------------------------------ protocol
+    def ensure_collection(self, model_id: str, dimensions: int, reset: bool = False) -> None:
+        from psycopg import sql
+
+        table = self._write_table()
+        with self._tx("create table") as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.{self.view}",))
+            published = self._published(conn)
+            if published is not None and not reset:
+                error = model_mismatch(self.collection, published[1], published[2], model_id, dimensions)
+                if error is not None:
+                    raise error
+            held = self._registered(conn, table)
+            if held is not None and (held[0], held[1]) != (model_id, dimensions):
+                if not reset:
+                    raise model_mismatch(self.collection, held[0], held[1], model_id, dimensions) or DbError(
+                        "model mismatch"
+                    )
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self._ident(table)))
+                conn.execute(sql.SQL("DELETE FROM {} WHERE table_name = %s").format(self._ident(REGISTRY)), (table,))
+                held = None
+            if held is None:
+                # A resumed run (or another worker of it) finds its table and keeps what is there.
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self._ident(table)))
+                conn.execute(
+                    sql.SQL(
+                        "CREATE TABLE {} (id text PRIMARY KEY, embedding vector({}) NOT NULL, text text,"
+                        " metadata jsonb NOT NULL, run_id text NOT NULL)"
+                    ).format(self._ident(table), sql.Literal(int(dimensions)))
+                )
+                if published is not None and not reset and published[0] != table:
+                    conn.execute(
+                        sql.SQL("INSERT INTO {} SELECT id, embedding, text, metadata, run_id FROM {}").format(
+                            self._ident(table), self._ident(published[0])
+                        )
+                    )
+                if dimensions <= HNSW_MAX_DIMS:
+                    conn.execute(
+                        sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops)").format(
+                            sql.Identifier(f"{table}_hnsw"), self._ident(table)
+                        )
+                    )
+                conn.execute(
+                    sql.SQL(
+                        "INSERT INTO {} (table_name, collection, namespace, run_id, view_name, embedding_model,"
+                        " dimensions) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+                    ).format(self._ident(REGISTRY)),
+                    (table, self.collection, self.namespace, self.run_id, self.view, model_id, dimensions),
+                )
+        self._dimensions = dimensions
+
+    def existing(self, ids: list[str]) -> dict[str, Metadata]:
+        from psycopg import sql
+
+        if not ids:
+            return {}
+        out: dict[str, Metadata] = {}
+        with self._tx("get") as conn:
+            if self.table is None or self._registered(conn, self.table) is None:
+                return {}
+            for start in range(0, len(ids), 5000):
+                rows = conn.execute(
+                    sql.SQL("SELECT id, metadata FROM {} WHERE id = ANY(%s)").format(self._ident(self.table)),
+                    (ids[start : start + 5000],),
+                ).fetchall()
+                out.update({str(r[0]): dict(r[1]) for r in rows})
+        return out
+
+    def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None:
+        from psycopg import sql
+        from psycopg.types.json import Jsonb
+
+        table = self._write_table()
+        matrix = np.asarray(vectors, dtype=np.float32)
+        # Rows in id order: concurrent writers then lock rows in one order and cannot deadlock.
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        rows = [
+            (ids[i], matrix[i], texts[i] if texts is not None else None, Jsonb(dict(metadatas[i])), self.run_id)
+            for i in order
+        ]
+        query = sql.SQL(
+            "INSERT INTO {} (id, embedding, text, metadata, run_id) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (id) DO UPDATE SET embedding = EXCLUDED.embedding, text = EXCLUDED.text, "
+            "metadata = EXCLUDED.metadata, run_id = EXCLUDED.run_id"
+        ).format(self._ident(table))
+        with self._tx("upsert") as conn, conn.cursor() as cur:
+            cur.executemany(query, rows)
+
+    def all_ids(self) -> list[str]:
+        from psycopg import sql
+
+        with self._tx("list ids") as conn:
+            source = self._read_source(conn)
+            rows = conn.execute(sql.SQL("SELECT id FROM {}").format(self._ident(source))).fetchall()
+        return sorted(str(r[0]) for r in rows)
+
+    def delete(self, ids: list[str]) -> None:
+        from psycopg import sql
+
+        if not ids:
+            return
+        table = self._write_table()
+        with self._tx("delete") as conn:
+            for start in range(0, len(ids), 5000):
+                conn.execute(
+                    sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._ident(table)),
+                    (ids[start : start + 5000],),
+                )
+
+    def count(self) -> int:
+        from psycopg import sql
+
+        with self._tx("count") as conn:
+            source = self._read_source(conn)
+            row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self._ident(source))).fetchone()
+        return int(row[0]) if row else 0
+
+    def query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]:
+        from psycopg import sql
+
+        if top_k <= 0:
+            return []
+        condition, params = to_sql(parse_where(where))
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with self._tx("query") as conn:
+            source = self._read_source(conn)
+            # Filtered HNSW scans keep going until top_k rows pass the filter (pgvector >= 0.8).
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(100, top_k))),))
+            conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+            rows = conn.execute(
+                sql.SQL(
+                    "SELECT id, 1 - (embedding <=> %s) AS score, text, metadata FROM {} WHERE {} "
+                    "ORDER BY embedding <=> %s, id LIMIT %s"
+                ).format(self._ident(source), condition),
+                [q, *params, q, top_k],
+            ).fetchall()
+        return [StoreHit(id=str(r[0]), score=float(r[1]), text=r[2], metadata=dict(r[3])) for r in rows]
+
+    def max_batch_size(self) -> int:
+        return 1000
+
+    def publish(self) -> None:
+        """Point the collection's view at this run's table, in one transaction."""
+        from psycopg import sql
+
+        table = self._write_table()
+        with self._tx("publish") as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.{self.view}",))
+            if self._registered(conn, table) is None:
+                raise DbError(f"run table {table} does not exist", suggestion="Rerun the index phase")
+            published = self._published(conn)
+            if published is not None and published[0] != table and not self._same_columns(conn, published[0], table):
+                # A view cannot change its column types (another dimension count): replace it.
+                conn.execute(sql.SQL("DROP VIEW IF EXISTS {}").format(self._ident(self.view)))
+            conn.execute(
+                sql.SQL("CREATE OR REPLACE VIEW {} AS SELECT id, embedding, text, metadata, run_id FROM {}").format(
+                    self._ident(self.view), self._ident(table)
+                )
+            )
+            conn.execute(
+                sql.SQL(
+                    "UPDATE {} SET state = CASE WHEN table_name = %s THEN 'published' ELSE 'retired' END, "
+                    "published_at = CASE WHEN table_name = %s THEN now() ELSE published_at END "
+                    "WHERE view_name = %s AND (table_name = %s OR state = 'published')"
+                ).format(self._ident(REGISTRY)),
+                (table, table, self.view, table),
+            )
+
+    def _same_columns(self, conn: Any, a: str, b: str) -> bool:
+        query = (
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped ORDER BY attnum"
+        )
+        cols = [conn.execute(query, (f'"{self.schema}"."{name}"',)).fetchall() for name in (a, b)]
+        return bool(cols[0] == cols[1])
+
+    def drop_run(self) -> bool:
+        """Drop this run's table unless it is the published one (``run cleanup``). True if dropped."""
+        from psycopg import sql
+
+        table = self._write_table()
+        with self._tx("drop run table") as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.{self.view}",))
+            held = self._registered(conn, table)
+            if held is None or held[2] == "published":
+                return False
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self._ident(table)))
+            conn.execute(sql.SQL("DELETE FROM {} WHERE table_name = %s").format(self._ident(REGISTRY)), (table,))
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __del__(self) -> None:
+        # Long-lived holders (the search service) drop stores without closing them: never leak
+        # the server connection to the garbage collector's warning.
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+
+
+# ---------------------------------------------------------------- filters
+def to_sql(flt: Filter | None) -> tuple[Any, list[Any]]:
+    """Our filter tree → (SQL condition, parameters) on the flat ``metadata`` jsonb column."""
+    from psycopg import sql
+    from psycopg.types.json import Jsonb
+
+    if flt is None:
+        return sql.SQL("TRUE"), []
+    if isinstance(flt, Logic):
+        parts = [to_sql(part) for part in flt.parts]
+        joiner = sql.SQL(" AND " if flt.op == "$and" else " OR ")
+        params = [p for _, part_params in parts for p in part_params]
+        return sql.SQL("(") + joiner.join(c for c, _ in parts) + sql.SQL(")"), params
+    assert isinstance(flt, Compare)
+    key, op, value = flt.field, flt.op, flt.value
+    if op == "$eq":
+        return sql.SQL("(metadata @> %s)"), [Jsonb({key: value})]
+    if op == "$ne":
+        return sql.SQL("(metadata ? %s AND NOT metadata @> %s)"), [key, Jsonb({key: value})]
+    if op in ("$in", "$nin"):
+        values = [Jsonb(v) for v in value]
+        if op == "$in":
+            return sql.SQL("(metadata -> %s = ANY(%s::jsonb[]))"), [key, values]
+        return sql.SQL("(metadata ? %s AND NOT (metadata -> %s = ANY(%s::jsonb[])))"), [key, key, values]
+    if op == "$contains":
+        # A substring of a string value; a present value of another type is left to the caller's check.
+        return sql.SQL(
+            "(metadata ? %s AND (jsonb_typeof(metadata -> %s) <> 'string' OR strpos(metadata ->> %s, %s) > 0))"
+        ), [
+            key,
+            key,
+            key,
+            str(value),
+        ]
+    symbol = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
+    if isinstance(value, bool):
+        return sql.SQL("FALSE"), []
+    if isinstance(value, int | float):
+        return sql.SQL("(jsonb_typeof(metadata -> %s) = 'number' AND (metadata ->> %s)::numeric " + symbol + " %s)"), [
+            key,
+            key,
+            value,
+        ]
+    # Strings compare by code point, as everywhere else.
+    return sql.SQL("(jsonb_typeof(metadata -> %s) = 'string' AND (metadata ->> %s) COLLATE \"C\" " + symbol + " %s)"), [
+        key,
+        key,
+        str(value),
+    ]
