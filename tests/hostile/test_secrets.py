@@ -164,12 +164,13 @@ def test_a_canary_api_key_never_appears_in_mcp_tool_results_of_a_failed_embeddin
 
     docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
     runs = tmp_path / "runs"
+    endpoint = f"http://127.0.0.1:{_closed_port()}/v1"
     config = folder_config(
         docs,
         extract={"workers": 0},
         index={
             "embedding_model": "openai:text-embedding-3-small",
-            "base_url": f"http://127.0.0.1:{_closed_port()}/v1",
+            "base_url": endpoint,
             "api_key_env": "HOSTILE_CANARY_KEY",
             "timeout_ms": 5000,
             "retry_config": {"max_retries": 0, "backoff_ms": 0},
@@ -178,7 +179,10 @@ def test_a_canary_api_key_never_appears_in_mcp_tool_results_of_a_failed_embeddin
 
     async def main() -> list[str]:
         env = server_env(HOSTILE_CANARY_KEY=CANARY)
-        async with stdio_session("--runs-dir", str(runs), "--root", str(tmp_path), cwd=tmp_path, env=env) as session:
+        # The operator lets agents use this endpoint and key variable (by default neither is allowed).
+        operator = ("--allow-endpoint", endpoint, "--allow-env", "HOSTILE_CANARY_KEY")
+        args = ("--runs-dir", str(runs), "--root", str(tmp_path), *operator)
+        async with stdio_session(*args, cwd=tmp_path, env=env) as session:
             run = await session.call_tool("indexfoundry_pipeline_run", config)
             answers = [run.model_dump_json()]
             listed = await session.call_tool("indexfoundry_run_list", {})

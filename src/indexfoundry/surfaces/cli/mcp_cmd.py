@@ -9,8 +9,10 @@ import typer
 
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid
+from indexfoundry.models.config import load_global_config
 from indexfoundry.storage.layout import ENV_RUNS_DIR
 from indexfoundry.surfaces.cli.options import RunsDir
+from indexfoundry.surfaces.mcp.security import DEFAULT_AGENT_ENV, LOOPBACK_HOSTS, AgentPolicy
 
 
 def register(app: typer.Typer) -> None:
@@ -52,6 +54,29 @@ def register(app: typer.Typer) -> None:
             [], "--allow-host", help="HTTP: extra Host header allowed, e.g. docs.internal:8765 (repeatable)."
         ),
         watch: bool = typer.Option(True, "--watch/--no-watch", help="Docs mode: watch the folder for changes."),
+        allow_env: list[str] = typer.Option(
+            [],
+            "--allow-env",
+            help="Environment variable agents may name as a key or password (repeatable; default: "
+            + ", ".join(sorted(DEFAULT_AGENT_ENV))
+            + ").",
+        ),
+        allow_endpoints: list[str] = typer.Option(
+            [],
+            "--allow-endpoint",
+            help="Embedding/rerank API or store server URL agents may point at (repeatable; default: none).",
+        ),
+        allow_private_hosts: list[str] = typer.Option(
+            [],
+            "--allow-private-host",
+            help="Private or loopback HOST[:PORT] agents' runs may fetch from (repeatable; default: none).",
+        ),
+        allow_private_networks: bool = typer.Option(
+            False, "--allow-private-networks", help="Let agents' runs fetch any private or loopback address."
+        ),
+        allow_bind_hosts: list[str] = typer.Option(
+            [], "--allow-bind-host", help="Address agents may bind the HTTP API to besides loopback (repeatable)."
+        ),
     ) -> None:
         """Serve every pipeline tool plus search_docs/get_page/get_section/list_pages to MCP clients."""
         from indexfoundry.surfaces.mcp.docs_mode import default_docs_runs_dir
@@ -76,6 +101,12 @@ def register(app: typer.Typer) -> None:
                 )
             if not http:
                 raise ConfigInvalid("--token-env only applies to --http", suggestion="Add --http, or drop --token-env")
+        policy = AgentPolicy(
+            allow_private_networks=allow_private_networks or load_global_config().security.allow_private_networks,
+            allowed_private_hosts=tuple(allow_private_hosts),
+            allowed_endpoints=tuple(allow_endpoints),
+            allowed_bind_hosts=LOOPBACK_HOSTS | frozenset(h.strip("[]").lower() for h in allow_bind_hosts),
+        ).with_env(allow_env)
         options = ServerOptions(
             runs_dir=root,
             run_id=run_id,
@@ -83,6 +114,7 @@ def register(app: typer.Typer) -> None:
             embedding_model=embedding_model,
             roots=[r.expanduser().resolve() for r in roots],
             watch=watch,
+            policy=policy,
         )
         if folder is not None:
             from indexfoundry.surfaces.mcp.progress import StderrProgress

@@ -5,7 +5,8 @@ and the retrieval tools): the input schema is the tool's strict pydantic model
 (``additionalProperties: false``), the output schema is its output model, and annotations
 come from the registry. A call goes through, in order:
 
-1. ``guard_arguments``: run ids must be UUIDs, paths must stay in the run folder or the roots;
+1. ``guard_arguments``: run ids must be UUIDs, paths must stay in the run folder or the roots,
+   hosts, endpoints and env vars within the operator's ``AgentPolicy``;
 2. validation against the strict input model (unknown keys → ``CONFIG_INVALID``);
 3. the tool function in a worker thread (with an MCP progress reporter for long tools);
 4. the result as structured content plus text; an ``IndexFoundryError`` as the seed's
@@ -38,7 +39,7 @@ from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import validation_error
 from indexfoundry.models.manifests import ToolError
 from indexfoundry.surfaces.mcp.progress import McpProgress
-from indexfoundry.surfaces.mcp.security import Roots, guard_arguments
+from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, guard_arguments
 from indexfoundry.tools import ToolSpec
 
 log = logging.getLogger("indexfoundry.mcp")
@@ -177,14 +178,15 @@ class _RawArguments(FuncMetadata):
 class Runner:
     """Runs exposed tools: guards, validates, calls in a thread, maps errors."""
 
-    def __init__(self, roots: Roots, runs_dir: Path) -> None:
+    def __init__(self, roots: Roots, runs_dir: Path, policy: AgentPolicy | None = None) -> None:
         self.roots = roots
         self.runs_dir = runs_dir
+        self.policy = policy or AgentPolicy()
 
     def prepare(self, tool: Exposed, arguments: dict[str, Any]) -> BaseModel:
         """Guard and validate raw arguments (raises IndexFoundryError)."""
         if tool.guard_paths:
-            arguments = guard_arguments(arguments, self.roots, self.runs_dir)
+            arguments = guard_arguments(arguments, self.roots, self.runs_dir, self.policy)
         try:
             return tool.input_model.model_validate(arguments)
         except ValidationError as exc:

@@ -1,39 +1,120 @@
-"""What an agent may name: run ids, paths inside a run, paths inside the configured roots.
+"""What an agent may name: run ids, paths, hosts, URLs and environment variables.
 
-Every path an agent passes to a tool is checked here before the tool runs:
+An MCP client is an untrusted user: every argument that names something on the host or the
+network is bounded here by the server operator's :class:`AgentPolicy` before the tool runs.
+Tool arguments can narrow that policy, never widen it. Values are classified by argument name,
+wherever they sit in the arguments (a whole pipeline config included):
 
-- run-relative paths (``pdf_path``, ``chunks_path``, ``input_paths`` ...) must stay inside the
-  run folder: no absolute paths, no ``..``, no symlink that leads out (checked on the resolved
-  path);
-- host paths (a folder or PDF to ingest: ``path``, ``source``) must resolve inside one of the
-  server's roots (``--root``; the docs folder in docs mode; else the working directory).
+- run ids (``run_id``, ``base`` ...) must be UUIDs of this runs folder (or ``latest``);
+- run-relative paths (``*_path``, ``*_paths``) must stay inside the run folder: no absolute
+  paths, no ``..``, no symlink that leads out (checked on the resolved path); never URLs;
+- host paths (``path``, ``folder``, ``root``, ``*_file``, ``*_dir``, a store ``connection``'s
+  paths) must resolve inside one of the server's roots (``--root``; the docs folder in docs mode;
+  else the working directory); a URL-looking value is refused, not skipped; ``source`` (a PDF
+  source) may instead be an http(s) URL;
+- source URLs (``url``, ``sitemap_url``, ``*_url``) must be http(s); they are fetched later
+  through the SSRF guard with the run's network policy, which the agent cannot widen:
+  ``allow_private_networks: true`` and ``allowed_private_hosts`` entries are refused unless the
+  server allows them (``--allow-private-networks``, ``--allow-private-host``), and a connect
+  block without them inherits the server's;
+- backend endpoints (``base_url`` of an embedding or rerank API, a store ``connection``'s
+  ``url``/``uri``/``host``/``dsn``...) must be one the operator listed with ``--allow-endpoint``:
+  the server sends API keys there, so an agent can never choose where a key goes;
+- environment variables (every ``*_env`` argument) must be on the operator's allowlist (the
+  documented names, plus ``--allow-env NAME``), so an agent cannot choose which secret is read;
+- bind addresses (``host`` outside a connection) must be loopback unless ``--allow-bind-host``.
 
 Escapes are ``NOT_FOUND`` (the same code ``RunLayout.resolve_inside`` uses); a run id that is
-not a UUID, or names no run, is ``RUN_NOT_FOUND``.
+not a UUID, or names no run, is ``RUN_NOT_FOUND``; a host, URL or endpoint outside the policy is
+``DOMAIN_BLOCKED``; an environment variable off the allowlist is ``CONFIG_INVALID``.
 """
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
+from urllib.parse import urlsplit
 
-from indexfoundry.errors import NotFound, RunNotFound
+from indexfoundry.errors import ConfigInvalid, DomainBlocked, NotFound, RunNotFound
 from indexfoundry.storage.layout import RunLayout, is_run_id
 
 # Argument names that hold run ids.
 RUN_ID_KEYS: frozenset[str] = frozenset({"run_id", "run_id_a", "run_id_b", "base_run_id", "base"})
 # Argument names that hold paths on the host (folders and files to ingest, local stores, key
-# files); names ending in ``_file`` are host paths too.
+# files); names ending in ``_file`` or ``_dir`` are host paths too.
 HOST_PATH_KEYS: frozenset[str] = frozenset({"path", "source", "folder", "root"})
+# Host-path arguments that may instead hold an http(s) URL (a PDF source: local path or URL).
+URL_OR_PATH_KEYS: frozenset[str] = frozenset({"source"})
+# Arguments holding a URL the pipeline fetches (through the SSRF guard, with the run's policy).
+SOURCE_URL_KEYS: frozenset[str] = frozenset({"url", "sitemap_url"})
+# Arguments naming a backend the server talks to with its credentials (embedding/rerank APIs).
+ENDPOINT_KEYS: frozenset[str] = frozenset({"base_url", "endpoint"})
+# Inside a store ``connection``: the keys that name the server (every URL-looking value too).
+CONNECTION_ENDPOINT_KEYS: frozenset[str] = frozenset({"url", "uri", "host", "dsn", "endpoint", "grpc_host"})
+# Names ending like a path that are not file paths (a URL path prefix, a chunk's headings).
+NON_PATH_KEYS: frozenset[str] = frozenset({"base_path", "heading_path"})
+# Dicts whose keys are the user's own names (HTTP header names, taxonomy categories): not walked.
+OPAQUE_KEYS: frozenset[str] = frozenset({"headers", "taxonomy"})
+LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
+# The environment variables the documentation names for keys and passwords: the only ones an
+# agent may name by default (``indexfoundry mcp --allow-env NAME`` adds more).
+DEFAULT_AGENT_ENV: frozenset[str] = frozenset({"EMBEDDING_API_KEY", "PDF_PASSWORD", "INDEXFOUNDRY_API_KEYS"})
 LATEST = "latest"
 
 
+@dataclass(frozen=True)
+class AgentPolicy:
+    """The server operator's bounds on what an MCP client's arguments may name.
+
+    Set by ``indexfoundry mcp`` flags (never by a tool argument); the defaults are the strict ones.
+    """
+
+    allow_private_networks: bool = False
+    allowed_private_hosts: tuple[str, ...] = ()
+    allowed_endpoints: tuple[str, ...] = ()
+    allowed_env: frozenset[str] = field(default_factory=lambda: DEFAULT_AGENT_ENV)
+    allowed_bind_hosts: frozenset[str] = LOOPBACK_HOSTS
+
+    def with_env(self, names: Iterable[str]) -> AgentPolicy:
+        """This policy with more allowed environment variable names."""
+        return AgentPolicy(
+            allow_private_networks=self.allow_private_networks,
+            allowed_private_hosts=self.allowed_private_hosts,
+            allowed_endpoints=self.allowed_endpoints,
+            allowed_env=self.allowed_env | frozenset(names),
+            allowed_bind_hosts=self.allowed_bind_hosts,
+        )
+
+
 def is_url(value: str) -> bool:
-    """True for ``scheme://...`` values (URLs are not paths)."""
-    head, sep, _ = value.partition("://")
-    return bool(sep) and head.isascii() and head.replace("+", "").replace("-", "").replace(".", "").isalnum()
+    """True for values that look like a URL (``scheme:...``, any ``://``): never a host path.
+
+    Deliberately broad: a path argument holding such a value is refused rather than guessed at
+    (``x://../../etc`` once slipped past a narrower check). One-letter schemes are Windows drives.
+    """
+    if "://" in value:
+        return True
+    scheme = urlsplit(value).scheme if ":" in value else ""
+    return len(scheme) > 1
+
+
+def _http_url(value: str, key: str) -> str:
+    """``value`` if it is an absolute http(s) URL with a host, else ``DOMAIN_BLOCKED``."""
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError:
+        parts, host = None, None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not host:
+        raise DomainBlocked(
+            f"{key} '{value}' is not an http(s) URL",
+            suggestion="Pass an absolute http:// or https:// URL; use a folder source for local files",
+            details={"key": key, "reason": "scheme"},
+        )
+    return value
 
 
 def check_run_id(value: Any, key: str = "run_id", *, allow_latest: bool = False) -> str:
@@ -93,12 +174,13 @@ class Roots:
         )
 
 
-def guard_arguments(arguments: Any, roots: Roots, runs_dir: Path) -> Any:
-    """Check every run id and path in a tool's raw arguments; returns them with host paths resolved.
+def guard_arguments(arguments: Any, roots: Roots, runs_dir: Path, policy: AgentPolicy | None = None) -> Any:
+    """Check every run id, path, URL, host and env var in a tool's raw arguments (see the module doc).
 
-    Run-relative paths need the call's ``run_id``; they are checked against that run's folder
-    and left as given (tools expect them relative). Host paths are replaced by their resolved
-    absolute form, so the tool reads exactly the file that was checked.
+    Returns the arguments with host paths resolved (so the tool reads exactly the file that was
+    checked) and the server's private-network allowances filled into connect blocks that do not
+    narrow them. Run-relative paths need the call's ``run_id``; they are checked against that
+    run's folder and left as given (tools expect them relative).
     """
     if not isinstance(arguments, dict):
         return arguments
@@ -106,35 +188,171 @@ def guard_arguments(arguments: Any, roots: Roots, runs_dir: Path) -> Any:
     layout = None
     if isinstance(run_id, str) and is_run_id(run_id):
         layout = RunLayout.for_run(runs_dir, run_id)
-    return _walk(arguments, roots, layout)
+    return _Guard(roots, layout, policy or AgentPolicy()).walk(arguments)
 
 
-def _walk(value: Any, roots: Roots, layout: RunLayout | None, key: str | None = None) -> Any:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if k in RUN_ID_KEYS and v is not None:
-                check_run_id(v, k, allow_latest=True)
-                out[k] = v
-            else:
-                out[k] = _walk(v, roots, layout, k)
-        return out
-    if isinstance(value, list):
-        return [_walk(item, roots, layout, key) for item in value]
-    if not isinstance(value, str) or key is None:
-        return value
-    if key in HOST_PATH_KEYS or key.endswith("_file"):
-        return value if is_url(value) else str(roots.resolve(value))
-    if key.endswith(("_path", "_paths")):
-        if is_url(value):
+@dataclass(frozen=True)
+class _Guard:
+    roots: Roots
+    layout: RunLayout | None
+    policy: AgentPolicy
+
+    def walk(self, value: Any, key: str | None = None, parent: str | None = None) -> Any:
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                if k in RUN_ID_KEYS and v is not None:
+                    check_run_id(v, k, allow_latest=True)
+                    out[k] = v
+                elif k in OPAQUE_KEYS:
+                    out[k] = v
+                else:
+                    out[k] = self.walk(v, k, key)
+            if "sources" in out or "allow_private_networks" in out:
+                self.private_networks(out)
+            return out
+        if isinstance(value, list):
+            return [self.walk(item, key, parent) for item in value]
+        if key is None or not isinstance(value, str) or key in NON_PATH_KEYS:
             return value
-        if layout is None:
+        return self.string(key, value, parent)
+
+    def string(self, key: str, value: str, parent: str | None) -> str:
+        if key.endswith("_env"):
+            return self.env(key, value)
+        if parent == "connection":
+            return self.connection_value(key, value)
+        if key in ENDPOINT_KEYS:
+            return self.endpoint(key, value)
+        if key in SOURCE_URL_KEYS or key.endswith("_url"):
+            return _http_url(value, key)
+        if key in HOST_PATH_KEYS or key.endswith(("_file", "_dir")):
+            if key in URL_OR_PATH_KEYS and is_url(value):
+                return _http_url(value, key)
+            return self.host_path(key, value)
+        if key.endswith(("_path", "_paths")):
+            return self.run_path(value)
+        if key == "host":
+            return self.bind_host(value)
+        if key == "allowed_private_hosts":
+            self.private_host(value)
+        return value
+
+    def host_path(self, key: str, value: str) -> str:
+        if is_url(value):
+            raise _escape(value, "the server's roots", f"'{key}' takes a local path, not a URL")
+        return str(self.roots.resolve(value))
+
+    def run_path(self, value: str) -> str:
+        suggestion = "Pass a path relative to the run folder, without '..'"
+        if is_url(value):
+            raise _escape(value, "the run folder", suggestion)
+        if self.layout is None:
             # No run to resolve against: still refuse the obvious escapes.
             if _looks_absolute(value) or ".." in PurePosixPath(value.replace("\\", "/")).parts:
-                raise _escape(value, "the run folder", "Pass a path relative to the run folder, without '..'")
+                raise _escape(value, "the run folder", suggestion)
             return value
-        resolve_in_run(layout, value)
-    return value
+        resolve_in_run(self.layout, value)
+        return value
+
+    def connection_value(self, key: str, value: str) -> str:
+        """A store connection: its server must be an allowed endpoint, its files inside the roots."""
+        path_key = key in HOST_PATH_KEYS or key.endswith(("_file", "_dir", "_path"))
+        if path_key or (key == "uri" and not is_url(value)):  # a Milvus Lite file is a ``uri`` too
+            return self.host_path(f"connection.{key}", value)
+        if key in CONNECTION_ENDPOINT_KEYS or is_url(value):
+            return self.endpoint(f"connection.{key}", value, bare_host=key in ("host", "grpc_host"))
+        return value
+
+    def endpoint(self, key: str, value: str, *, bare_host: bool = False) -> str:
+        """A backend the server connects to with its credentials: only the operator's endpoints."""
+        if any(_endpoint_matches(value, allowed, bare_host=bare_host) for allowed in self.policy.allowed_endpoints):
+            return value
+        raise DomainBlocked(
+            f"{key} '{value}' is not an endpoint this server may connect to for an agent",
+            suggestion=(
+                "The server operator lists the embedding, rerank and store servers agents may use with "
+                "`indexfoundry mcp --allow-endpoint URL`; embedded stores (a path inside the roots) need none"
+            ),
+            details={"key": key, "reason": "endpoint_not_allowed"},
+        )
+
+    def env(self, key: str, value: str) -> str:
+        if value in self.policy.allowed_env:
+            return value
+        raise ConfigInvalid(
+            f"{key} '{value}': this server does not let agents read that environment variable",
+            suggestion=(
+                "Use one of " + ", ".join(sorted(self.policy.allowed_env)) + " (the operator adds names with "
+                "`indexfoundry mcp --allow-env NAME`)"
+            ),
+            details={"key": key, "reason": "env_not_allowed"},
+        )
+
+    def bind_host(self, value: str) -> str:
+        if value.strip("[]").lower() in self.policy.allowed_bind_hosts:
+            return value
+        raise DomainBlocked(
+            f"host '{value}': an agent may only bind servers to loopback on this server",
+            suggestion="Use 127.0.0.1 (the operator allows more with `indexfoundry mcp --allow-bind-host HOST`)",
+            details={"key": "host", "reason": "bind_not_allowed"},
+        )
+
+    def private_host(self, entry: str) -> None:
+        if self.policy.allow_private_networks:
+            return
+        name, _, port = entry.lower().rstrip(".").partition(":")
+        for allowed in self.policy.allowed_private_hosts:
+            a_name, _, a_port = allowed.lower().rstrip(".").partition(":")
+            if a_name == name and (not a_port or a_port == port):
+                return
+        raise DomainBlocked(
+            f"allowed_private_hosts entry '{entry}' is not allowed by this server",
+            suggestion=(
+                "Private and loopback hosts are blocked against SSRF; the server operator allows them with "
+                "`indexfoundry mcp --allow-private-host HOST[:PORT]` or --allow-private-networks"
+            ),
+            details={"key": "allowed_private_hosts", "reason": "private_not_allowed", "host": entry},
+        )
+
+    def private_networks(self, block: dict[str, Any]) -> None:
+        """Refuse private-network opt-ins the server did not make; inherit the server's otherwise."""
+        wanted = block.get("allow_private_networks")
+        if wanted is True and not self.policy.allow_private_networks:
+            raise DomainBlocked(
+                "allow_private_networks: an agent cannot open private networks on this server",
+                suggestion=(
+                    "The server operator allows them with `indexfoundry mcp --allow-private-networks` "
+                    "or --allow-private-host HOST"
+                ),
+                details={"key": "allow_private_networks", "reason": "private_not_allowed"},
+            )
+        if "sources" not in block:
+            return
+        if wanted is None:
+            block["allow_private_networks"] = self.policy.allow_private_networks
+        if "allowed_private_hosts" not in block and self.policy.allowed_private_hosts:
+            block["allowed_private_hosts"] = list(self.policy.allowed_private_hosts)
+
+
+def _endpoint_matches(value: str, allowed: str, *, bare_host: bool) -> bool:
+    """``value`` is the allowed endpoint or below it (same scheme, host and port; path prefix).
+
+    A bare host (a store's ``host`` key) matches an allowed endpoint with that host.
+    """
+    try:
+        want = urlsplit(allowed if "://" in allowed else f"http://{allowed}")
+        if bare_host:
+            return (want.hostname or "") == value.strip("[]").lower()
+        got = urlsplit(value)
+        if got.scheme.lower() != want.scheme.lower() or got.hostname != want.hostname:
+            return False
+        if want.port is not None and got.port != want.port:
+            return False
+    except ValueError:
+        return False
+    prefix = want.path.rstrip("/")
+    return not prefix or got.path == prefix or got.path.startswith(prefix + "/")
 
 
 def tokens_equal(given: str, expected: str) -> bool:

@@ -27,7 +27,7 @@ from indexfoundry.errors import IndexFoundryError
 from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
 from indexfoundry.surfaces.mcp.docs_mode import DocsIndex
 from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunCache, RunSource
-from indexfoundry.surfaces.mcp.security import Roots, check_run_id, tokens_equal
+from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, check_run_id, tokens_equal
 from indexfoundry.tools import load_tools
 
 log = logging.getLogger("indexfoundry.mcp")
@@ -54,6 +54,8 @@ class ServerOptions:
     docs: Path | None = None
     embedding_model: str = "local"
     roots: list[Path] = field(default_factory=list)
+    # What agents' arguments may name beyond the roots: hosts, endpoints, env vars (operator flags).
+    policy: AgentPolicy = field(default_factory=AgentPolicy)
     # In-process hook (tests, library use): an embedder instance for indexing and search.
     embedder: Any = None
     watch: bool = True
@@ -119,7 +121,7 @@ def create_server(
     else:
         source = FixedRuns(runs_dir, options.run_id)
     retrieval = RetrievalTools(source, cache)
-    runner = Runner(_roots(options), runs_dir)
+    runner = Runner(_roots(options), runs_dir, options.policy)
 
     context: dict[str, Any] = {"runs_dir": runs_dir}
     if options.embedder is not None:
