@@ -74,8 +74,13 @@ def _record(handler: http.server.BaseHTTPRequestHandler, served: Served, code: i
 
 
 @contextmanager
-def serve_site(root: Path, origin: str = "https://www.mkdocs.org") -> Iterator[Served]:
-    """Serve a built docs site with its sitemap rewritten to this server's address."""
+def serve_site(root: Path, origin: str = "https://www.mkdocs.org", sitemap: bool = True) -> Iterator[Served]:
+    """Serve a built docs site with its sitemap rewritten to this server's address.
+
+    With ``sitemap=False`` the site has neither a sitemap nor a robots.txt (both 404), so
+    only following links can find its pages; its pages are served with ``origin`` rewritten
+    to this server's address (as the site is at its real origin: its canonical links are).
+    """
     port = _free_port()
     served = Served(base=f"http://127.0.0.1:{port}", port=port)
 
@@ -86,6 +91,9 @@ def serve_site(root: Path, origin: str = "https://www.mkdocs.org") -> Iterator[S
         def do_GET(self) -> None:
             path = self.path.split("?")[0]
             if path in ("/sitemap.xml", "/sitemap.xml.gz", "/robots.txt"):
+                if not sitemap:
+                    self.send_error(404)
+                    return
                 if path == "/robots.txt":
                     data = f"User-agent: *\nAllow: /\nSitemap: {served.base}/sitemap.xml\n".encode()
                     ctype = "text/plain"
@@ -99,6 +107,18 @@ def serve_site(root: Path, origin: str = "https://www.mkdocs.org") -> Iterator[S
                 self.end_headers()
                 self.wfile.write(data)
                 return
+            if not sitemap and path.endswith((".html", "/")):
+                # A mirror at its own origin: the pages' absolute links (rel=canonical) name it.
+                target = Path(self.translate_path(path))
+                target = target / "index.html" if target.is_dir() else target
+                if target.is_file():
+                    data = target.read_bytes().replace(origin.rstrip("/").encode(), served.base.encode())
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
             super().do_GET()
 
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:

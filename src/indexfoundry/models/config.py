@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.base import Strict
@@ -29,13 +29,27 @@ class RecordsSpec(Strict):
     metadata_fields: list[str] = Field(default_factory=list, description="Fields kept as metadata")
 
 
-class UrlSource(Strict):
+class RenderOptions(Strict):
+    """How pages of a url/sitemap/crawl source are fetched: plain HTTP, or rendered in Chromium."""
+
+    render: Literal["http", "browser"] = Field(
+        default="http", description="'browser': render pages in headless Chromium (the 'browser' extra)"
+    )
+    wait_until: Literal["networkidle", "load", "domcontentloaded"] = Field(
+        default="networkidle", description="render: browser: page event to wait for before reading the DOM"
+    )
+    wait_for_selector: str | None = Field(
+        default=None, max_length=500, description="render: browser: also wait for this CSS selector"
+    )
+
+
+class UrlSource(RenderOptions):
     type: Literal["url"] = Field(description="A single URL")
     url: str = Field(description="URL to fetch")
     name: str | None = Field(default=None, description="Source name (defaults to the URL)")
 
 
-class SitemapSource(Strict):
+class SitemapSource(RenderOptions):
     type: Literal["sitemap"] = Field(description="A sitemap to crawl")
     url: str = Field(description="Sitemap XML URL")
     max_pages: int | None = Field(default=None, ge=1, le=10000, description="Maximum pages to fetch")
@@ -65,7 +79,61 @@ class PdfSource(Strict):
     name: str | None = Field(default=None, description="Source name")
 
 
-Source = Annotated[UrlSource | SitemapSource | FolderSource | PdfSource, Field(discriminator="type")]
+class CrawlSource(RenderOptions):
+    """Follow links from a start URL, breadth-first, within a scope."""
+
+    type: Literal["crawl"] = Field(description="Crawl links from a start URL")
+    url: str = Field(description="Start URL")
+    scope: Literal["host", "prefix"] = Field(
+        default="host", description="Follow links on the start URL's host, or only under 'prefix'"
+    )
+    prefix: str | None = Field(
+        default=None, description="scope: prefix: URL prefix (default: the start URL up to its last '/')"
+    )
+    max_depth: int = Field(default=3, ge=0, le=50, description="Link hops followed from the start URL")
+    max_pages: int = Field(default=100, ge=1, le=10000, description="Maximum pages fetched")
+    include_patterns: list[str] = Field(default_factory=list, description="Regexes a followed URL must match")
+    exclude_patterns: list[str] = Field(default_factory=list, description="Regexes of URLs never followed")
+    requests_per_second: float = Field(default=5.0, gt=0, le=1000, description="Most requests per second to one host")
+    name: str | None = Field(default=None, description="Source name (defaults to the start URL)")
+
+
+class RepoSource(Strict):
+    """Files of a git repository at a ref, read from git's object store (no checkout)."""
+
+    type: Literal["repo"] = Field(description="A git repository")
+    path: str | None = Field(default=None, description="Local repository; relative to the config file")
+    url: str | None = Field(default=None, description="http(s) URL of a remote repository (cloned, guarded)")
+    ref: str = Field(default="HEAD", min_length=1, max_length=250, description="Branch, tag or commit")
+    glob: str = Field(default="**/*", description="Glob of files to include, e.g. 'docs/**/*.md'")
+    exclude_patterns: list[str] = Field(default_factory=list, description="Globs of files to leave out")
+    max_file_size_mb: float = Field(default=50, gt=0, le=500, description="Skip files larger than this")
+    name: str | None = Field(default=None, description="Source name used in uris (default: the repo's name)")
+
+    @model_validator(mode="after")
+    def _one_location(self) -> RepoSource:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("a repo source needs exactly one of 'path' or 'url'")
+        if self.ref.startswith("-"):
+            raise ValueError("ref must not start with '-'")
+        return self
+
+
+class LlmsTxtSource(Strict):
+    """A site's /llms.txt: index the pages it links (their markdown when offered)."""
+
+    type: Literal["llms_txt"] = Field(description="A site's llms.txt")
+    url: str = Field(description="URL of llms.txt or llms-full.txt, or the site root (then /llms.txt)")
+    max_pages: int = Field(default=200, ge=1, le=10000, description="Maximum linked pages fetched")
+    same_host: bool = Field(default=True, description="Only follow links on the llms.txt host")
+    prefer_markdown: bool = Field(default=True, description="Try '<page>.md' first (the llms.txt convention)")
+    name: str | None = Field(default=None, description="Source name (defaults to the URL)")
+
+
+Source = Annotated[
+    UrlSource | SitemapSource | FolderSource | PdfSource | CrawlSource | RepoSource | LlmsTxtSource,
+    Field(discriminator="type"),
+]
 
 
 class ConnectConfig(Strict):
@@ -519,6 +587,8 @@ def parse_pipeline_config(
                 source.path = str((base_dir / source.path).resolve())
             elif isinstance(source, PdfSource) and "://" not in source.source:
                 source.source = str((base_dir / source.source).resolve())
+            elif isinstance(source, RepoSource) and source.path is not None:
+                source.path = str((base_dir / source.path).resolve())
     for source in config.connect.sources:
         if isinstance(source, FolderSource) and source.name is None:
             source.name = Path(source.path).name or "folder"

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from indexfoundry.models.base import Strict
 
-SourceKind = Literal["url", "sitemap", "folder", "pdf"]
+SourceKind = Literal["url", "sitemap", "folder", "pdf", "crawl", "repo", "llms_txt"]
 DocFormat = Literal["pdf", "html", "csv", "markdown", "docx", "txt", "json", "url", "repo"]
 
 
@@ -33,6 +33,7 @@ class RawRecord(Strict):
     extract_options: dict[str, Any] | None = Field(
         default=None, description="Per-source extraction options (e.g. records splitting)"
     )
+    commit: str | None = Field(default=None, description="repo sources: the commit the file was read at")
 
 
 class Heading(Strict):
@@ -61,6 +62,7 @@ class ExtractedDocument(Strict):
     page_count: int | None = Field(default=None, description="Number of pages, for paged formats")
     record_id: str | None = Field(default=None, description="Record id, for records split from csv/jsonl")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Front matter and format metadata")
+    commit: str | None = Field(default=None, description="repo sources: the commit the file was read at")
 
 
 class PageExtraction(Strict):
@@ -81,6 +83,7 @@ class ChunkSource(Strict):
     uri: str = Field(description="Original location")
     content_hash: str = Field(description="SHA-256 of the raw bytes")
     record_id: str | None = Field(default=None, description="Record id for records split from csv/jsonl")
+    commit: str | None = Field(default=None, description="repo sources: the git commit the run read")
 
 
 class ChunkContent(Strict):

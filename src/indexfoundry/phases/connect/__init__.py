@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from indexfoundry.errors import DISK_FULL_ERRNOS, ConfigInvalid, FileTooLarge, IndexFoundryError, ParseError
-from indexfoundry.models.config import FolderSource, PdfSource, PipelineConfig, SitemapSource, UrlSource
+from indexfoundry.models.config import CrawlSource, FolderSource, PdfSource, PipelineConfig, SitemapSource, UrlSource
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version
+from indexfoundry.phases.connect.crawl import CrawlReport
 from indexfoundry.phases.connect.folder import FolderScan, scan_folder
 from indexfoundry.phases.connect.net import FetchPolicy
 from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, unique_jobs
@@ -147,6 +148,8 @@ class ConnectPhase(Phase):
 
     def __init__(self) -> None:
         self._scans: dict[int, FolderScan | IndexFoundryError] = {}
+        # Per source type, per source: what the run found (crawl summaries, repo commits).
+        self._source_details: dict[str, dict[str, Any]] = {}
 
     def config_slice(self, config: PipelineConfig) -> Any:
         return config.connect.model_dump(mode="json")
@@ -181,6 +184,7 @@ class ConnectPhase(Phase):
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         records: list[RawRecord] = []
         fetched_at: dict[str, str] = {}
+        self._source_details = {}
         sources = ctx.config.connect.sources
         remote = [s for s in sources if not isinstance(s, FolderSource) and not _is_local_pdf(s)]
         report = FetchReport()
@@ -227,7 +231,12 @@ class ConnectPhase(Phase):
                 "removed": len(removed),
                 "fetch_errors": len(report.errors),
             },
-            details={"fetched_at": fetched_at, "removed": removed, "stale": sorted(r.uri for r in report.stale)},
+            details={
+                "fetched_at": fetched_at,
+                "removed": removed,
+                "stale": sorted(r.uri for r in report.stale),
+                **{kind: dict(sorted(items.items())) for kind, items in sorted(self._source_details.items())},
+            },
             new=len(records) - report.count("not_modified"),
             reused=report.count("not_modified"),
             record_counts={"raw/raw_manifest.jsonl": len(records)},
@@ -249,13 +258,12 @@ class ConnectPhase(Phase):
         fetched_at[record.uri] = utc_now()
         return [record]
 
-    def _run_remote(
-        self, ctx: PhaseContext, sources: list[UrlSource | SitemapSource | PdfSource]
-    ) -> tuple[FetchReport, int]:
+    def _run_remote(self, ctx: PhaseContext, sources: list[Any]) -> tuple[FetchReport, int]:
         """Discover sitemap pages, then fetch every URL conditionally against the previous state."""
         connect = ctx.config.connect
         policy = FetchPolicy.from_config(connect, ctx.global_config)
         jobs: list[UrlJob] = []
+        crawls: list[CrawlReport] = []
         discovered = 0
         with RemoteConnector(
             ctx.layout, policy, base=ctx.base_layout, respect_robots=connect.respect_robots_txt
@@ -266,7 +274,7 @@ class ConnectPhase(Phase):
                         jobs.append(UrlJob(source.url, "url", source.name or source.url))
                     elif isinstance(source, PdfSource):
                         jobs.append(UrlJob(source.source, "pdf", source.name or source.source, expect_pdf=True))
-                    else:
+                    elif isinstance(source, SitemapSource):
                         found = connector.discover(
                             source.url,
                             max_pages=source.max_pages,
@@ -278,6 +286,16 @@ class ConnectPhase(Phase):
                             ctx.record_error(error, "connect", uri=uri)
                         name = source.name or source.url
                         jobs.extend(UrlJob(url, "sitemap", name) for url in found.urls)
+                    elif isinstance(source, CrawlSource):
+                        crawl = connector.crawl(source)
+                        crawls.append(crawl)
+                        discovered += len(crawl.results)
+                        label = source.name or source.url
+                        self._source_details.setdefault("crawl", {})[label] = {
+                            **crawl.summary(),
+                            "broken_links": crawl.broken_links,
+                        }
+                        ctx.event("crawl_finished", phase="connect", source=label, **crawl.summary())
                 except IndexFoundryError as error:
                     if error.recoverable and isinstance(source, SitemapSource):
                         # The sitemap is down for now: keep its pages from the previous state.
@@ -289,6 +307,11 @@ class ConnectPhase(Phase):
             unique = unique_jobs(jobs)
             with ctx.progress.task("fetch", total=len(unique)) as task:
                 report = connector.fetch_all(unique, on_done=task.advance)
+            for crawl in crawls:
+                report.results.extend(crawl.results)
+                report.errors.extend(crawl.errors)
+            report.results.sort(key=lambda r: r.uri)
+            report.errors.sort(key=lambda e: e[0])
             report.stale = connector.keep_stale(report.errors)
         return report, discovered
 

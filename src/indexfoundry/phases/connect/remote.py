@@ -11,7 +11,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.config import CrawlSource
 from indexfoundry.models.records import RawRecord
+from indexfoundry.phases.connect.crawl import Crawler, CrawlReport
 from indexfoundry.phases.connect.net import Fetcher, FetchPolicy
 from indexfoundry.phases.connect.robots import RobotsCache
 from indexfoundry.phases.connect.sitemap import SitemapDiscovery, discover
@@ -19,7 +21,7 @@ from indexfoundry.phases.connect.url import UrlJob, UrlResult, fetch_url, reusab
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 
-REMOTE_KINDS = frozenset({"url", "sitemap", "pdf"})
+REMOTE_KINDS = frozenset({"url", "sitemap", "pdf", "crawl", "llms_txt"})
 
 
 def load_raw_manifest(layout: RunLayout) -> list[RawRecord]:
@@ -112,6 +114,19 @@ class RemoteConnector:
             max_pages=max_pages,
             user_agent=self.policy.user_agent,
         )
+
+    def crawl(self, source: CrawlSource) -> CrawlReport:
+        """Crawl ``source`` (see :mod:`.crawl`), fetching each page conditionally."""
+        self.layout.raw_dir.mkdir(parents=True, exist_ok=True)
+        crawler = Crawler(
+            source,
+            self.layout,
+            self.fetch_one,
+            robots=self.robots if self.respect_robots else None,
+            user_agent=self.policy.user_agent,
+            concurrency=self.policy.concurrency,
+        )
+        return crawler.run()
 
     def fetch_one(self, job: UrlJob) -> UrlResult:
         """Fetch one URL (conditionally when it was fetched before); raises on failure."""
