@@ -15,13 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from indexfoundry.errors import DISK_FULL_ERRNOS, ConfigInvalid, FileTooLarge, IndexFoundryError, ParseError
-from indexfoundry.models.config import CrawlSource, FolderSource, PdfSource, PipelineConfig, SitemapSource, UrlSource
+from indexfoundry.models.config import (
+    CrawlSource,
+    FolderSource,
+    PdfSource,
+    PipelineConfig,
+    RepoSource,
+    SitemapSource,
+    UrlSource,
+)
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version
 from indexfoundry.phases.connect.crawl import CrawlReport
 from indexfoundry.phases.connect.folder import FolderScan, scan_folder
 from indexfoundry.phases.connect.net import FetchPolicy
 from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, unique_jobs
+from indexfoundry.phases.connect.repo import local_repo, read_repo, repo_name, resolve_commit
 from indexfoundry.phases.connect.sniff import extension_for, sniff_content_type
 from indexfoundry.phases.connect.url import UrlJob
 from indexfoundry.pipeline.clock import utc_now
@@ -175,6 +184,12 @@ class ConnectPhase(Phase):
                     continue
                 hashes.extend(sha256_json({"uri": f.uri, "sha256": f.sha256}) for f in scan.files)
                 hashes.extend(sha256_json({"uri": uri, "error": e.code}) for uri, e in scan.errors)
+            elif isinstance(source, RepoSource) and source.path is not None:
+                try:
+                    commit = resolve_commit(local_repo(source), source.ref)
+                except IndexFoundryError as error:
+                    commit = f"error:{error.code}"
+                hashes.append(sha256_json({"source": source.model_dump(mode="json"), "commit": commit}))
             else:
                 # Remote sources cannot be known without fetching: a plain rerun in place keeps
                 # what was fetched; --force or a base run refetches conditionally (ETag/304).
@@ -186,18 +201,20 @@ class ConnectPhase(Phase):
         fetched_at: dict[str, str] = {}
         self._source_details = {}
         sources = ctx.config.connect.sources
-        remote = [s for s in sources if not isinstance(s, FolderSource) and not _is_local_pdf(s)]
+        remote = [s for s in sources if not _is_local(s)]
         report = FetchReport()
         discovered = 0
         with ctx.progress.task("connect", total=len(sources) - len(remote)) as task:
             for index, source in enumerate(sources):
-                if not isinstance(source, FolderSource) and not _is_local_pdf(source):
+                if not _is_local(source):
                     continue  # fetched below, concurrently
                 try:
                     if isinstance(source, FolderSource):
                         records.extend(self._run_folder(ctx, index, source, fetched_at))
                     elif isinstance(source, PdfSource):
                         records.extend(self._run_local_pdf(ctx, source, fetched_at))
+                    elif isinstance(source, RepoSource):
+                        records.extend(self._run_repo(ctx, source, fetched_at))
                 except IndexFoundryError as error:
                     ctx.record_error(error, "connect", uri=_source_label(source))
                 task.advance()
@@ -252,6 +269,24 @@ class ConnectPhase(Phase):
         for uri, error in errors:
             ctx.record_error(error, "connect", uri=uri)
         return records
+
+    def _run_repo(self, ctx: PhaseContext, source: RepoSource, fetched_at: dict[str, str]) -> list[RawRecord]:
+        policy = FetchPolicy.from_config(ctx.config.connect, ctx.global_config)
+        read = read_repo(ctx.layout, source, policy)
+        for uri, error in read.errors:
+            ctx.record_error(error, "connect", uri=uri)
+        now = utc_now()
+        for record in read.records:
+            fetched_at[record.uri] = now
+        name = repo_name(source)
+        self._source_details.setdefault("repo", {})[name] = {
+            "location": source.url or source.path,
+            "ref": source.ref,
+            "commit": read.commit,
+            "files": len(read.records),
+        }
+        ctx.event("repo_read", phase="connect", source=name, ref=source.ref, commit=read.commit)
+        return read.records
 
     def _run_local_pdf(self, ctx: PhaseContext, source: PdfSource, fetched_at: dict[str, str]) -> list[RawRecord]:
         record = copy_local_pdf(ctx.layout, Path(source.source), source.name)
@@ -316,8 +351,11 @@ class ConnectPhase(Phase):
         return report, discovered
 
 
-def _is_local_pdf(source: Any) -> bool:
-    return isinstance(source, PdfSource) and "://" not in source.source
+def _is_local(source: Any) -> bool:
+    """Sources read without the HTTP fetcher: folders, local PDFs, repositories."""
+    return isinstance(source, FolderSource | RepoSource) or (
+        isinstance(source, PdfSource) and "://" not in source.source
+    )
 
 
 def _source_label(source: Any) -> str:

@@ -188,6 +188,10 @@ class ExtractPhase(Phase):
                     failures.append({"uri": raw.uri, "code": error.code, "message": error.message})
                     ctx.record_error(error, "extract", uri=raw.uri)
             documents.extend(extracted.get(job.key, []))
+        # The commit a repo file was read at is the run's, also for documents taken from a base run.
+        commits = {raw.uri: raw.commit for raw in raws if raw.commit}
+        if commits:
+            documents = [d.model_copy(update={"commit": commits.get(d.uri)}) for d in documents]
         documents.sort(key=lambda d: (d.uri, d.record_id or "", d.doc_id))
         sync_filesystem()
         atomic_write_jsonl(layout.documents, documents)

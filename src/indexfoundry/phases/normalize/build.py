@@ -68,7 +68,11 @@ def build_chunks(doc: ExtractedDocument, text: str, spans: list[Span]) -> list[D
                 chunk_id=chunk_id_for(doc.doc_id, byte_start, byte_end),
                 chunk_index=index,
                 source=ChunkSource(
-                    type=doc.format, uri=doc.uri, content_hash=doc.content_hash, record_id=doc.record_id
+                    type=doc.format,
+                    uri=doc.uri,
+                    content_hash=doc.content_hash,
+                    record_id=doc.record_id,
+                    commit=doc.commit,
                 ),
                 content=ChunkContent(
                     text=chunk_text,
