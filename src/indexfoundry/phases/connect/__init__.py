@@ -18,6 +18,7 @@ from indexfoundry.errors import DISK_FULL_ERRNOS, ConfigInvalid, FileTooLarge, I
 from indexfoundry.models.config import (
     CrawlSource,
     FolderSource,
+    LlmsTxtSource,
     PdfSource,
     PipelineConfig,
     RepoSource,
@@ -28,6 +29,7 @@ from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version
 from indexfoundry.phases.connect.crawl import CrawlReport
 from indexfoundry.phases.connect.folder import FolderScan, scan_folder
+from indexfoundry.phases.connect.llms_txt import LlmsTxtReport, read_llms_txt
 from indexfoundry.phases.connect.net import FetchPolicy
 from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, unique_jobs
 from indexfoundry.phases.connect.repo import local_repo, read_repo, repo_name, resolve_commit
@@ -298,7 +300,7 @@ class ConnectPhase(Phase):
         connect = ctx.config.connect
         policy = FetchPolicy.from_config(connect, ctx.global_config)
         jobs: list[UrlJob] = []
-        crawls: list[CrawlReport] = []
+        crawls: list[CrawlReport | LlmsTxtReport] = []
         discovered = 0
         with RemoteConnector(
             ctx.layout, policy, base=ctx.base_layout, respect_robots=connect.respect_robots_txt
@@ -331,6 +333,12 @@ class ConnectPhase(Phase):
                             "broken_links": crawl.broken_links,
                         }
                         ctx.event("crawl_finished", phase="connect", source=label, **crawl.summary())
+                    elif isinstance(source, LlmsTxtSource):
+                        llms = read_llms_txt(source, ctx.layout, connector.fetch_one, connector.policy.concurrency)
+                        crawls.append(llms)
+                        discovered += llms.linked
+                        label = source.name or source.url
+                        self._source_details.setdefault("llms_txt", {})[label] = llms.summary()
                 except IndexFoundryError as error:
                     if error.recoverable and isinstance(source, SitemapSource):
                         # The sitemap is down for now: keep its pages from the previous state.
