@@ -350,9 +350,9 @@ class ConnectPhase(Phase):
             unique = unique_jobs(jobs)
             with ctx.progress.task("fetch", total=len(unique)) as task:
                 report = connector.fetch_all(unique, on_done=task.advance)
-            for crawl in crawls:
-                report.results.extend(crawl.results)
-                report.errors.extend(crawl.errors)
+            for found_pages in crawls:
+                report.results.extend(found_pages.results)
+                report.errors.extend(found_pages.errors)
             report.results.sort(key=lambda r: r.uri)
             report.errors.sort(key=lambda e: e[0])
             report.stale = connector.keep_stale(report.errors)
