@@ -21,6 +21,7 @@ check), which the retrieval service then pushes down to them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,6 +32,9 @@ from indexfoundry.phases.index.embedders import Vectors
 from indexfoundry.storage.layout import RunLayout
 
 Metadata = dict[str, str | int | float | bool]
+
+# Internal operator: the field is missing (the vectors of no namespace); never parsed from a filter.
+ABSENT = "$absent"
 
 # Metadata keys the stores reserve for themselves.
 NAMESPACE_KEY = "namespace"
@@ -158,6 +162,8 @@ def matches(flt: Filter | None, metadata: dict[str, Any]) -> bool:
     if flt is None:
         return True
     if isinstance(flt, Compare):
+        if flt.op == ABSENT:
+            return flt.field not in metadata
         return _compare(metadata.get(flt.field), flt.op, flt.value)
     results = (matches(part, metadata) for part in flt.parts)
     return all(results) if flt.op == "$and" else any(results)
@@ -185,8 +191,29 @@ def with_namespace(metadatas: list[Metadata], namespace: str | None) -> list[Met
     return [{**m, NAMESPACE_KEY: namespace} for m in metadatas]
 
 
-def namespace_filter(namespace: str | None) -> Filter | None:
-    return Compare(NAMESPACE_KEY, "$eq", namespace) if namespace else None
+def namespace_filter(namespace: str | None) -> Filter:
+    """The vectors of ``namespace``; without one, the vectors of no namespace (never another's)."""
+    return Compare(NAMESPACE_KEY, "$eq", namespace) if namespace else Compare(NAMESPACE_KEY, ABSENT, None)
+
+
+def in_namespace(metadata: dict[str, Any], namespace: str | None) -> bool:
+    return metadata.get(NAMESPACE_KEY) == namespace if namespace else NAMESPACE_KEY not in metadata
+
+
+def checked_query(
+    run: Callable[[int], list[StoreHit]], top_k: int, flt: Filter | None, namespace: str | None, limit: int
+) -> list[StoreHit]:
+    """Hits of a store whose own query is looser than the shared rule (Chroma and Milvus match a
+    missing field under ``$ne``/``$nin``, and cannot tell "no namespace" apart): each hit is
+    checked with ``matches`` and the namespace, and more are fetched until ``top_k`` pass or the
+    store has no more. ``run(n)`` is the store's query for ``n`` hits."""
+    n = top_k
+    while True:
+        raw = run(n)
+        kept = [h for h in raw if in_namespace(h.metadata, namespace) and matches(flt, h.metadata)]
+        if len(kept) >= top_k or len(raw) < n or n >= limit:
+            return kept[:top_k]
+        n = min(limit, n * 4)
 
 
 def secret_env(conn: dict[str, Any], key: str, provider: str) -> str | None:

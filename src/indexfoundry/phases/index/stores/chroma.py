@@ -21,11 +21,16 @@ from indexfoundry.phases.index.stores import (
     NAMESPACE_KEY,
     Metadata,
     StoreHit,
+    checked_query,
+    in_namespace,
     model_mismatch,
+    parse_where,
     secret_env,
     with_namespace,
 )
 
+# Most hits one query asks for while looking for top_k that pass the shared filter rule.
+MAX_LIMIT = 100000
 _NAME_OK = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 
 # One HTTP client per server and process: each holds a connection pool, and the search
@@ -186,10 +191,19 @@ class ChromaStore:
     def all_ids(self) -> list[str]:
         ids: list[str] = []
         page = 10000
+        offset = 0
+        # Without a namespace, the vectors of namespaces are told apart by their metadata.
+        include = [] if self.namespace else ["metadatas"]
         try:
             while True:
-                got = self.collection.get(where=self._where(None), include=[], limit=page, offset=len(ids))
-                ids.extend(got["ids"])
+                got = self.collection.get(where=self._where(None), include=include, limit=page, offset=offset)
+                offset += len(got["ids"])
+                metas = got.get("metadatas") or [None] * len(got["ids"])
+                ids.extend(
+                    sid
+                    for sid, meta in zip(got["ids"], metas, strict=True)
+                    if self.namespace or in_namespace(meta or {}, None)
+                )
                 if len(got["ids"]) < page:
                     break
         except DbError:
@@ -210,9 +224,14 @@ class ChromaStore:
             raise _db_error("delete", exc) from None
 
     def count(self) -> int:
-        return len(self.all_ids()) if self.namespace else int(self.collection.count())
+        return len(self.all_ids())
 
     def query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]:
+        # Chroma answers a request for more hits than it holds with all it has.
+        flt = parse_where(where)
+        return checked_query(lambda n: self._query(vector, n, where), top_k, flt, self.namespace, MAX_LIMIT)
+
+    def _query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None) -> list[StoreHit]:
         try:
             result = self.collection.query(
                 query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),

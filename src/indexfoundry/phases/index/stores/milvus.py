@@ -29,6 +29,8 @@ from indexfoundry.phases.index.stores import (
     Metadata,
     StoreHit,
     and_filters,
+    checked_query,
+    in_namespace,
     model_mismatch,
     namespace_filter,
     parse_where,
@@ -41,6 +43,8 @@ _NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 MODEL_PROPERTY = "indexfoundry.embedding_model"
 DIMS_PROPERTY = "indexfoundry.dimensions"
 MAX_TEXT_BYTES = 65535
+# Milvus caps a search's limit (topk).
+MAX_LIMIT = 16384
 # Milvus refuses gRPC messages over 64 MB; keep each insert request far below it.
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
@@ -142,7 +146,8 @@ class MilvusStore:
         return stored.split("/", 1)[1] if self.namespace and "/" in stored else stored
 
     def _scope(self, flt: Filter | None = None) -> str:
-        return to_milvus_expr(and_filters(namespace_filter(self.namespace), flt))
+        # "No namespace" is not expressible on a dynamic field: those reads check metadata instead.
+        return to_milvus_expr(and_filters(namespace_filter(self.namespace) if self.namespace else None, flt))
 
     def _exists(self) -> bool:
         try:
@@ -248,14 +253,21 @@ class MilvusStore:
         ids: list[str] = []
         try:
             iterator = self.client.query_iterator(
-                self.name, batch_size=1000, filter=self._scope(), output_fields=["id"]
+                self.name,
+                batch_size=1000,
+                filter=self._scope(),
+                output_fields=["id"] if self.namespace else ["id", "metadata"],
             )
             try:
                 while True:
                     rows = iterator.next()
                     if not rows:
                         break
-                    ids.extend(self._cid(str(r["id"])) for r in rows)
+                    ids.extend(
+                        self._cid(str(r["id"]))
+                        for r in rows
+                        if self.namespace or in_namespace(r.get("metadata") or {}, None)
+                    )
             finally:
                 iterator.close()
         except Exception as exc:
@@ -277,12 +289,16 @@ class MilvusStore:
 
     def query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]:
         self._require()
+        flt = parse_where(where)
+        return checked_query(lambda n: self._search(vector, n, flt), top_k, flt, self.namespace, MAX_LIMIT)
+
+    def _search(self, vector: Vectors, top_k: int, flt: Filter | None) -> list[StoreHit]:
         try:
             result = self.client.search(
                 self.name,
                 data=[np.asarray(vector, dtype=np.float32).reshape(-1).tolist()],
                 limit=top_k,
-                filter=self._scope(parse_where(where)),
+                filter=self._scope(flt),
                 output_fields=["text", "metadata"],
                 search_params={"metric_type": "COSINE"},
             )

@@ -21,6 +21,7 @@ from indexfoundry.errors import DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.phases.index.embedders import Vectors
 from indexfoundry.phases.index.stores import (
+    ABSENT,
     Compare,
     Filter,
     Logic,
@@ -97,6 +98,8 @@ def to_qdrant_filter(flt: Filter | None) -> Any:
     assert isinstance(flt, Compare)
     key, op, value = flt.field, flt.op, flt.value
     empty = models.IsEmptyCondition(is_empty=models.PayloadField(key=key))
+    if op == ABSENT:
+        return models.Filter(must=[empty])
 
     def equal(v: Any) -> Any:
         if isinstance(v, float) and not isinstance(v, bool):
