@@ -21,6 +21,7 @@ from indexfoundry.models.config import (
     LlmsTxtSource,
     PdfSource,
     PipelineConfig,
+    RenderOptions,
     RepoSource,
     SitemapSource,
     UrlSource,
@@ -254,7 +255,7 @@ class ConnectPhase(Phase):
                 "fetched_at": fetched_at,
                 "removed": removed,
                 "stale": sorted(r.uri for r in report.stale),
-                **{kind: dict(sorted(items.items())) for kind, items in sorted(self._source_details.items())},
+                **{kind: _sorted(items) for kind, items in sorted(self._source_details.items())},
             },
             new=len(records) - report.count("not_modified"),
             reused=report.count("not_modified"),
@@ -300,14 +301,17 @@ class ConnectPhase(Phase):
         connect = ctx.config.connect
         policy = FetchPolicy.from_config(connect, ctx.global_config)
         jobs: list[UrlJob] = []
-        crawls: list[CrawlReport | LlmsTxtReport] = []
+        crawls: list[CrawlReport | LlmsTxtReport | FetchReport] = []
+        rendered: list[tuple[UrlJob, RenderOptions]] = []
         discovered = 0
         with RemoteConnector(
             ctx.layout, policy, base=ctx.base_layout, respect_robots=connect.respect_robots_txt
         ) as connector:
             for source in sources:
                 try:
-                    if isinstance(source, UrlSource):
+                    if isinstance(source, UrlSource) and source.render == "browser":
+                        rendered.append((UrlJob(source.url, "url", source.name or source.url), source))
+                    elif isinstance(source, UrlSource):
                         jobs.append(UrlJob(source.url, "url", source.name or source.url))
                     elif isinstance(source, PdfSource):
                         jobs.append(UrlJob(source.source, "pdf", source.name or source.source, expect_pdf=True))
@@ -322,7 +326,10 @@ class ConnectPhase(Phase):
                         for uri, error in found.errors:
                             ctx.record_error(error, "connect", uri=uri)
                         name = source.name or source.url
-                        jobs.extend(UrlJob(url, "sitemap", name) for url in found.urls)
+                        if source.render == "browser":
+                            rendered.extend((UrlJob(url, "sitemap", name), source) for url in found.urls)
+                        else:
+                            jobs.extend(UrlJob(url, "sitemap", name) for url in found.urls)
                     elif isinstance(source, CrawlSource):
                         crawl = connector.crawl(source)
                         crawls.append(crawl)
@@ -350,6 +357,11 @@ class ConnectPhase(Phase):
             unique = unique_jobs(jobs)
             with ctx.progress.task("fetch", total=len(unique)) as task:
                 report = connector.fetch_all(unique, on_done=task.advance)
+            if rendered:
+                with ctx.progress.task("render", total=len(rendered)) as task:
+                    crawls.append(connector.render_all(rendered, on_done=task.advance))
+            if connector.renderer is not None:
+                self._source_details["browser"] = connector.renderer.log.summary()
             for found_pages in crawls:
                 report.results.extend(found_pages.results)
                 report.errors.extend(found_pages.errors)
@@ -357,6 +369,10 @@ class ConnectPhase(Phase):
             report.errors.sort(key=lambda e: e[0])
             report.stale = connector.keep_stale(report.errors)
         return report, discovered
+
+
+def _sorted(value: Any) -> Any:
+    return dict(sorted(value.items())) if isinstance(value, dict) else value
 
 
 def _is_local(source: Any) -> bool:

@@ -6,18 +6,21 @@ sorted by URI, so logs and artifacts do not depend on which fetch finished first
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from indexfoundry.errors import IndexFoundryError
-from indexfoundry.models.config import CrawlSource
+from indexfoundry.models.config import CrawlSource, RenderOptions
 from indexfoundry.models.records import RawRecord
+from indexfoundry.phases.connect.browser import BrowserRenderer
 from indexfoundry.phases.connect.crawl import Crawler, CrawlReport
-from indexfoundry.phases.connect.net import Fetcher, FetchPolicy
+from indexfoundry.phases.connect.net import Fetcher, FetchPolicy, HttpStatusError
 from indexfoundry.phases.connect.robots import RobotsCache
 from indexfoundry.phases.connect.sitemap import SitemapDiscovery, discover
 from indexfoundry.phases.connect.url import UrlJob, UrlResult, fetch_url, reusable_artifact
+from indexfoundry.pipeline.clock import utc_now
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 
@@ -85,9 +88,38 @@ class RemoteConnector:
         self.conditional = conditional
         self.fetcher = Fetcher(policy)
         self.robots = RobotsCache(self.fetcher)
+        self.renderer: BrowserRenderer | None = None
 
     def close(self) -> None:
+        if self.renderer is not None:
+            self.renderer.close()
         self.fetcher.close()
+
+    def render_one(self, job: UrlJob, options: RenderOptions) -> UrlResult:
+        """Render one page in the browser (``render: browser``); a known page now 404/410 is removed."""
+        if self.renderer is None:
+            self.renderer = BrowserRenderer(self.fetcher, self.layout)
+        try:
+            return self.renderer.render(job, options)
+        except HttpStatusError as error:
+            if error.status in (404, 410) and job.uri in self.previous:
+                return UrlResult(job.uri, "removed", None, utc_now())
+            raise
+
+    def render_all(
+        self, jobs: list[tuple[UrlJob, RenderOptions]], on_done: Callable[[], None] | None = None
+    ) -> FetchReport:
+        """Render pages one after the other (one browser page at a time)."""
+        report = FetchReport()
+        self.layout.raw_dir.mkdir(parents=True, exist_ok=True)
+        for job, options in sorted(jobs, key=lambda item: item[0].uri):
+            try:
+                report.results.append(self.render_one(job, options))
+            except IndexFoundryError as error:
+                report.errors.append((job.uri, error))
+            if on_done is not None:
+                on_done()
+        return report
 
     def __enter__(self) -> RemoteConnector:
         return self
@@ -118,10 +150,13 @@ class RemoteConnector:
     def crawl(self, source: CrawlSource) -> CrawlReport:
         """Crawl ``source`` (see :mod:`.crawl`), fetching each page conditionally."""
         self.layout.raw_dir.mkdir(parents=True, exist_ok=True)
+        fetch: Callable[[UrlJob], UrlResult] = self.fetch_one
+        if source.render == "browser":
+            fetch = functools.partial(self.render_one, options=source)
         crawler = Crawler(
             source,
             self.layout,
-            self.fetch_one,
+            fetch,
             robots=self.robots if self.respect_robots else None,
             user_agent=self.policy.user_agent,
             concurrency=self.policy.concurrency,
