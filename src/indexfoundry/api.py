@@ -48,6 +48,18 @@ def load_config(
     return load_pipeline_config(Path(config), glob)
 
 
+def validate_config(
+    config: str | Path | dict[str, Any] | PipelineConfig, global_config: GlobalConfig | None = None
+) -> PipelineConfig:
+    """``load_config`` plus the checks that would otherwise fail only once a phase runs
+    (missing folders, unknown embedding model, a store whose extra is missing): CONFIG_INVALID."""
+    from indexfoundry.pipeline.preflight import preflight
+
+    cfg = load_config(config, global_config)
+    preflight(cfg)
+    return cfg
+
+
 def resolve_run_id(runs_dir: Path, run_id: str) -> str:
     """Accept 'latest' as the newest completed (or partial) run."""
     if run_id == "latest":
@@ -67,15 +79,22 @@ def pipeline_run(
     progress: Any = None,
     embedder: Any = None,
     base: str | None = None,
+    allow_shrink: bool = False,
 ) -> PipelineRunOutput:
     """Run the whole pipeline: a new run, or with ``run_id`` a rerun of that run in place.
 
     With ``base`` (a run id or 'latest'), the new run reuses everything unchanged from that
     run by content hash; its artifacts equal those of a run from scratch. A rerun of a run
     that was created with a base uses that base again (e.g. resuming a killed run).
+
+    The config is checked before a run is created (``validate_config``). A run that comes
+    out empty fails with EMPTY_CONTENT; one that loses more than ``max_shrink`` of its base's
+    documents or chunks fails with RUN_SHRANK unless ``allow_shrink``. Neither becomes 'latest'.
     """
+    from indexfoundry.pipeline.guards import RunGuards
+
     glob = load_global_config()
-    cfg = load_config(config, glob)
+    cfg = validate_config(config, glob)
     root = runs_dir_for(runs_dir, glob)
     base_layout = _base_layout(root, base)
     rid = run_id or cfg.run_id
@@ -99,6 +118,7 @@ def pipeline_run(
         progress=progress,
         embedder_override=embedder,
         base_layout=base_layout,
+        guards=RunGuards(allow_shrink=allow_shrink, max_shrink=cfg.max_shrink),
     )
     if cfg.serve.auto_start and output.status != "failed":
         # Serves 'latest': a server already started this way switches to the new run by itself.
@@ -137,8 +157,12 @@ def run_phase(
     force: bool = False,
     progress: Any = None,
     embedder: Any = None,
+    allow_shrink: bool = False,
 ) -> PipelineRunOutput:
-    """Rerun one phase of an existing run (skipped when unchanged unless ``force``)."""
+    """Rerun one phase of an existing run (skipped when unchanged unless ``force``); the run
+    guards of ``pipeline_run`` apply."""
+    from indexfoundry.pipeline.guards import RunGuards
+
     if phase not in PHASES:
         raise ConfigInvalid(f"unknown phase '{phase}'", suggestion=f"One of: {', '.join(PHASES)}")
     glob = load_global_config()
@@ -154,6 +178,7 @@ def run_phase(
         force_phases=[phase] if force else [],
         progress=progress,
         embedder_override=embedder,
+        guards=RunGuards(allow_shrink=allow_shrink, max_shrink=cfg.max_shrink),
     )
 
 
@@ -163,7 +188,7 @@ def search(
     *,
     runs_dir: str | Path | None = None,
     top_k: int = 10,
-    mode: SearchMode = "semantic",
+    mode: SearchMode = "hybrid",
     filters: list[SearchFilter] | None = None,
     offset: int = 0,
     embedder: Any = None,

@@ -25,6 +25,7 @@ ErrorCode = Literal[
     "RUN_NOT_FOUND",
     # Not in the seed's table but needed by the surfaces; documented in docs/design.md.
     "RUN_LOCKED",
+    "RUN_SHRANK",
     "NOT_FOUND",
     "AUTH_REQUIRED",
     "RATE_LIMITED",

@@ -99,7 +99,7 @@ def call_tool(name: str, arguments: dict[str, Any], **context: Any) -> BaseModel
         raise ConfigInvalid(f"unknown tool '{name}'", suggestion=f"Known tools: {', '.join(tools)}")
     from pydantic import ValidationError
 
-    from indexfoundry.models.config import validation_error
+    from indexfoundry.models.validation import validation_error
 
     try:
         payload = spec.input_model.model_validate(arguments)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from indexfoundry import api
+from indexfoundry.errors import ConfigInvalid
 from indexfoundry.storage.layout import RunLayout
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.fakes import RecordingEmbedder
@@ -43,11 +46,10 @@ def test_an_empty_document_is_reported_as_empty_content(tree, runs_dir: Path):
     assert [e["code"] for e in _errors(RunLayout(runs_dir / out.run_id))] == ["EMPTY_CONTENT"]
 
 
-def test_a_missing_source_folder_fails_that_source_only(tree, runs_dir: Path, tmp_path: Path):
+def test_a_missing_source_folder_is_refused_before_a_run_exists(tree, runs_dir: Path, tmp_path: Path):
     docs = tree(SAMPLE_DOCS)
     config = folder_config(docs)
     config["connect"]["sources"].append({"type": "folder", "path": str(tmp_path / "missing")})
-    out = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
-    assert out.status == "partial"
-    assert [e["code"] for e in _errors(RunLayout(runs_dir / out.run_id))] == ["CONFIG_INVALID"]
-    assert out.summary.chunks_indexed > 0
+    with pytest.raises(ConfigInvalid):
+        api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    assert list(runs_dir.iterdir()) == []

@@ -119,7 +119,7 @@ def _index(tree, runs_dir: Path, vector_db: dict[str, Any]) -> str:
 def _top10(run_id: str, runs_dir: Path) -> list[list[tuple[str, float]]]:
     out = []
     for query in QUERIES:
-        response = api.search(query, run_id, runs_dir=runs_dir, top_k=10, embedder=HashEmbedder())
+        response = api.search(query, run_id, runs_dir=runs_dir, top_k=10, mode="semantic", embedder=HashEmbedder())
         out.append([(r.chunk_id, r.score) for r in response.results])
     return out
 

@@ -48,3 +48,25 @@ def test_fuse_follows_the_profiles_fusion_method():
     keyword = [("b", 9.0)]
     assert fuse(semantic, keyword, HybridConfig(fusion_method="rrf", rrf_k=1))[0][0] == "b"  # 1/2 + 1/3 > 1/2
     assert fuse(semantic, keyword, HybridConfig(fusion_method="weighted_sum", alpha=0.9))[0][0] == "a"
+
+
+def test_an_rrf_tie_goes_to_the_chunk_a_single_mode_ranked_better():
+    # "x" is 1st in keyword only (1/61); "y" is 62nd in both lists (1/122 + 1/122): an exact tie.
+    filler = [(f"f{i:03d}", 1.0 - i / 1000) for i in range(61)]
+    semantic = [*filler, ("y", 0.1)]
+    keyword = [("x", 9.0), *[(cid, 5.0 - i / 100) for i, (cid, _) in enumerate(filler[1:])], ("y", 0.1)]
+    fused = dict(rrf_fuse([semantic, keyword], k=60))
+    assert fused["x"] == pytest.approx(fused["y"])
+    order = [cid for cid, _ in rrf_fuse([semantic, keyword], k=60)]
+    assert order.index("x") < order.index("y")
+
+
+def test_an_rrf_tie_of_two_first_places_goes_to_the_clearer_lead():
+    # "LED blinks red": the exact match leads keyword by far and is a close second by meaning;
+    # the other chunk leads by meaning by a hair and is a distant keyword second.
+    semantic = [("other", 0.81), ("exact", 0.80), ("c", 0.2)]
+    keyword = [("exact", 12.0), ("other", 2.0), ("c", 1.0)]
+    ranked = rrf_fuse([semantic, keyword], k=60)
+    assert ranked[0][1] == pytest.approx(ranked[1][1])
+    assert [cid for cid, _ in ranked][:2] == ["exact", "other"]
+    assert rrf_fuse([semantic, keyword], k=60) == ranked  # deterministic

@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError, model_validator
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import AllowedFilter, RetrievalConfig
+from indexfoundry.models.validation import validation_error
 
 ChunkStrategy = Literal["fixed_chars", "by_paragraph", "by_heading", "by_page", "by_sentence", "recursive"]
 VectorProvider = Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local", "pgvector"]
@@ -377,6 +378,12 @@ class PipelineConfig(Strict):
     stop_on_error: bool = Field(
         default=False, description="Stop the run at the first failed document instead of going on"
     )
+    max_shrink: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Share of its base run's documents or chunks a run may lose before it fails (1: no check)",
+    )
 
 
 # ---------------------------------------------------------------- global config
@@ -439,29 +446,6 @@ ENV_GLOBAL_CONFIG = "INDEXFOUNDRY_CONFIG"
 
 
 # ---------------------------------------------------------------- loading
-def _loc(error: Any) -> str:
-    return ".".join(str(part) for part in error.get("loc", ())) or "(root)"
-
-
-def validation_error(exc: ValidationError, what: str) -> ConfigInvalid:
-    """Turn a pydantic error into CONFIG_INVALID naming the first offending key path."""
-    errors = exc.errors()
-    first = errors[0]
-    path = _loc(first)
-    message = f"{what}: {path}: {first.get('msg', 'invalid')}"
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more)"
-    if first.get("type") == "extra_forbidden":
-        suggestion = f"Remove or rename '{path}'; 'indexfoundry config schema' lists the valid keys"
-    else:
-        suggestion = "Fix the value; 'indexfoundry config schema' prints the JSON Schema of the file"
-    return ConfigInvalid(
-        message,
-        suggestion=suggestion,
-        details={"errors": [{"path": _loc(e), "message": e.get("msg")} for e in errors[:20]]},
-    )
-
-
 def read_config_file(path: Path) -> dict[str, Any]:
     """Parse a YAML or JSON file into a mapping, with CONFIG_INVALID on any problem."""
     try:
@@ -495,7 +479,7 @@ def load_global_config(path: Path | None = None) -> GlobalConfig:
     try:
         return GlobalConfig.model_validate(read_config_file(path))
     except ValidationError as exc:
-        raise validation_error(exc, str(path)) from None
+        raise validation_error(exc, str(path), GlobalConfig) from None
 
 
 def _inherited_blocked_domains(connect: dict[str, Any], inherited: list[str]) -> list[str]:
@@ -578,7 +562,7 @@ def parse_pipeline_config(
     try:
         config = PipelineConfig.model_validate(data)
     except ValidationError as exc:
-        raise validation_error(exc, "pipeline config") from None
+        raise validation_error(exc, "pipeline config", PipelineConfig) from None
     if base_dir is not None:
         for source in config.connect.sources:
             if isinstance(source, FolderSource):

@@ -65,7 +65,10 @@ class SearchFilter(Strict):
 class SearchRequest(Strict):
     query: str = Field(min_length=1, max_length=4096, description="Search text")
     top_k: int = Field(default=10, ge=1, le=100, description="Number of results")
-    mode: SearchMode = Field(default="semantic", description="Search mode")
+    mode: SearchMode = Field(
+        default="hybrid",
+        description="hybrid (default): semantic and keyword fused; semantic: by meaning; keyword: BM25 term match",
+    )
     filters: list[SearchFilter] = Field(default_factory=list, description="Metadata filters (ANDed)")
     offset: int = Field(default=0, ge=0, le=1000, description="Results to skip (paging)")
 
@@ -82,8 +85,18 @@ class SearchResult(Strict):
     run_id: str = Field(description="Run the result comes from")
 
 
+# What a result's score is, per mode (shown by the CLI and the web page, returned by the API).
+SCORE_MEANING: dict[str, str] = {
+    "semantic": "cosine similarity of query and chunk vectors (-1..1, higher is closer in meaning)",
+    "keyword": "BM25 relevance (0 and up, higher matches more and rarer query terms)",
+    "hybrid": "reciprocal rank fusion: the sum over semantic and keyword of 1/(k + rank), k=60 by default "
+    "(about 0.033 at most; ties go to the better single-mode rank)",
+}
+
+
 class SearchResponse(Strict):
     results: list[SearchResult]
     run_id: str
     mode: SearchMode
+    score_meaning: str | None = Field(default=None, description="What the scores mean in this mode")
     indexed_at: str | None = Field(default=None, description="When the run's index phase completed")

@@ -38,6 +38,7 @@ from indexfoundry.models.manifests import (
 )
 from indexfoundry.phases.base import NullProgress, Phase, PhaseContext, PhaseOutcome
 from indexfoundry.pipeline.clock import monotonic_ms, utc_now
+from indexfoundry.pipeline.guards import RunGuards, check_phase_output
 from indexfoundry.pipeline.inuse import in_use
 from indexfoundry.pipeline.locks import shared_store_lock
 from indexfoundry.pipeline.manifest import (
@@ -131,7 +132,14 @@ def _fingerprint(phase: Phase, config: PipelineConfig, inputs: list[str]) -> tup
     return config_hash, fingerprint
 
 
-def _run_phase(ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bool) -> _PhaseRun:
+def _run_phase(
+    ctx: PhaseContext,
+    manifest: RunManifest,
+    phase: Phase,
+    force: bool,
+    guards: RunGuards | None = None,
+    base_manifest: RunManifest | None = None,
+) -> _PhaseRun:
     started = monotonic_ms()
     started_at = utc_now()
     ctx.errors = []
@@ -183,6 +191,12 @@ def _run_phase(ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bo
             if full is None:
                 raise
             raise full from exc
+        # An empty or shrunken output fails the run here, before later phases spend anything on it.
+        guarded = check_phase_output(
+            phase.name, outcome.output_count, base_manifest, guards or RunGuards(), ctx.layout.run_id
+        )
+        if guarded is not None:
+            raise guarded
     except IndexFoundryError as error:
         if not ctx.errors or ctx.errors[-1].message != error.message:
             ctx.errors.append(ErrorRecord.from_error(error, phase=phase.name))
@@ -327,10 +341,12 @@ def execute(
     progress: Any = None,
     embedder_override: Any = None,
     base_layout: RunLayout | None = None,
+    guards: RunGuards | None = None,
 ) -> PipelineRunOutput:
     """Run ``phases`` of an existing run in order, skipping the unchanged ones.
 
-    Stops at the first failed phase. Holds the run lock for the whole time.
+    Stops at the first failed phase. Holds the run lock for the whole time. ``guards``
+    (pipeline/guards.py) fail a run that comes out empty or shrinks too much against its base.
     """
     forced = set(force_phases)
     started = monotonic_ms()
@@ -351,6 +367,8 @@ def execute(
             base_layout=base_layout,
         )
         failed = False
+        run_guards = guards or RunGuards(max_shrink=config.max_shrink)
+        base_manifest = load_manifest(base_layout) if base_layout is not None else None
         if base_layout is not None:
             manifest.base_run_id = manifest.base_run_id or base_layout.run_id
         base_mark = in_use(layout.runs_dir, base_layout.run_id, "base") if base_layout else contextlib.nullcontext()
@@ -363,7 +381,9 @@ def execute(
                     else contextlib.nullcontext()
                 )
                 with lock:
-                    outcome = _run_phase(ctx, manifest, phase, force=name in forced)
+                    outcome = _run_phase(
+                        ctx, manifest, phase, force=name in forced, guards=run_guards, base_manifest=base_manifest
+                    )
                 results[phase.name] = outcome.result
                 if outcome.manifest is not None:
                     manifest.phases[phase.name] = outcome.manifest

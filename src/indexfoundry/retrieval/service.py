@@ -24,6 +24,7 @@ from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
 from indexfoundry.models.manifests import RunManifest
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import (
+    SCORE_MEANING,
     HybridConfig,
     RetrievalProfile,
     SearchFilter,
@@ -55,13 +56,41 @@ _MASK_CACHE_SIZE = 32
 Ranked = list[tuple[str, float]]
 
 
+def _relative(ranking: Ranked) -> dict[str, float]:
+    """Each score as a share of the list's best score (min-max when the best is not positive)."""
+    top = max((s for _, s in ranking), default=0.0)
+    if top <= 0:
+        return _min_max(ranking)
+    return {cid: max(s, 0.0) / top for cid, s in ranking}
+
+
+def _tie_breaks(rankings: list[Ranked]) -> dict[str, tuple[int, float]]:
+    """Per chunk: its best rank in any single list, and minus the sum of its scores relative to
+    each list's best. Sorting fused ties by these puts first the chunk one mode ranked better,
+    and at equal best ranks the one closer to the top of both lists (the clearer lead)."""
+    best: dict[str, int] = {}
+    strength: dict[str, float] = {}
+    for ranking in rankings:
+        normalised = _relative(ranking)
+        for rank, (cid, _score) in enumerate(ranking, start=1):
+            best[cid] = min(best.get(cid, rank), rank)
+            strength[cid] = strength.get(cid, 0.0) + normalised[cid]
+    return {cid: (best[cid], -round(strength[cid], 9)) for cid in best}
+
+
+def _sorted_fused(fused: dict[str, float], rankings: list[Ranked]) -> Ranked:
+    """Best fused score first; ties (compared at 1e-9) by ``_tie_breaks``, then by chunk id."""
+    ties = _tie_breaks(rankings)
+    return sorted(fused.items(), key=lambda item: (-round(item[1], 9), *ties[item[0]], item[0]))
+
+
 def rrf_fuse(rankings: list[Ranked], k: int) -> Ranked:
     """Reciprocal rank fusion: each list adds ``1 / (k + rank)`` (rank from 1) to its chunks."""
     fused: dict[str, float] = {}
     for ranking in rankings:
         for rank, (cid, _score) in enumerate(ranking, start=1):
             fused[cid] = fused.get(cid, 0.0) + 1.0 / (k + rank)
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return _sorted_fused(fused, rankings)
 
 
 def _min_max(ranking: Ranked) -> dict[str, float]:
@@ -82,7 +111,7 @@ def weighted_fuse(semantic: Ranked, keyword: Ranked, alpha: float) -> Ranked:
     """
     sem, kw = _min_max(semantic), _min_max(keyword)
     fused = {cid: alpha * sem.get(cid, 0.0) + (1 - alpha) * kw.get(cid, 0.0) for cid in sem.keys() | kw.keys()}
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return _sorted_fused(fused, [semantic, keyword])
 
 
 def fuse(semantic: Ranked, keyword: Ranked, config: HybridConfig) -> Ranked:
@@ -276,7 +305,18 @@ class SearchService:
             run_id=self.run_id,
             mode=request.mode,
             indexed_at=self.indexed_at,
+            score_meaning=self.score_meaning(request.mode),
         )
+
+    def score_meaning(self, mode: SearchMode) -> str:
+        """What a score means in ``mode`` for this run's fusion settings."""
+        hybrid = self.profile.retrieval_config.hybrid_config
+        if mode == "hybrid" and hybrid.fusion_method == "weighted_sum":
+            return (
+                f"weighted sum: {hybrid.alpha} x min-max normalised cosine + {1 - hybrid.alpha:.2f} x normalised "
+                "BM25 (0..1)"
+            )
+        return SCORE_MEANING[mode]
 
 
 def close_service(service: SearchService) -> None:

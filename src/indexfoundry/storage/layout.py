@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexfoundry.errors import NotFound, RunNotFound
+from indexfoundry.errors import ConfigInvalid, NotFound, RunNotFound
 
 PHASES: tuple[str, ...] = ("connect", "extract", "normalize", "index", "serve")
 
@@ -34,6 +34,11 @@ PHASE_DIRS: dict[str, str] = {
 
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
+# A run id prefix, as `git` takes a commit prefix: hex digits and dashes, at least 4 characters.
+_PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{3,35}")
+# Matches named in an ambiguous-prefix error.
+_MAX_LISTED = 10
+
 ENV_RUNS_DIR = "INDEXFOUNDRY_RUNS_DIR"
 CACHE_DIR_NAME = ".cache"
 
@@ -41,6 +46,31 @@ CACHE_DIR_NAME = ".cache"
 def is_run_id(value: str) -> bool:
     """True if ``value`` has the shape of a run id (a lowercase UUID)."""
     return bool(_UUID_RE.match(value))
+
+
+def unique_run_prefix(runs_dir: Path, prefix: str) -> str:
+    """The one run id in ``runs_dir`` starting with ``prefix``."""
+    matches = (
+        sorted(p.name for p in runs_dir.iterdir() if p.name.startswith(prefix) and is_run_id(p.name))
+        if runs_dir.is_dir()
+        else []
+    )
+    matches = [m for m in matches if (runs_dir / m / "manifest.json").is_file()]
+    if not matches:
+        raise RunNotFound(
+            f"no run id starts with '{prefix}' in {runs_dir}",
+            suggestion="List runs with 'indexfoundry run list' or pass --runs-dir",
+        )
+    if len(matches) > 1:
+        listed = ", ".join(matches[:_MAX_LISTED]) + (
+            f" and {len(matches) - _MAX_LISTED} more" if len(matches) > _MAX_LISTED else ""
+        )
+        raise ConfigInvalid(
+            f"run id prefix '{prefix}' is ambiguous: it matches {len(matches)} runs ({listed})",
+            suggestion="Type more characters of the run id",
+            details={"matches": matches[:_MAX_LISTED]},
+        )
+    return matches[0]
 
 
 def resolve_runs_dir(runs_dir: str | Path | None = None, configured: str | None = None) -> Path:
@@ -73,7 +103,10 @@ class RunLayout:
 
     @classmethod
     def existing(cls, runs_dir: Path, run_id: str) -> RunLayout:
-        """Layout of a run that must already exist, else ``RUN_NOT_FOUND``."""
+        """Layout of a run that must already exist, else ``RUN_NOT_FOUND``. A unique prefix of
+        a run id names that run; an ambiguous one is CONFIG_INVALID listing its matches."""
+        if not is_run_id(run_id) and _PREFIX_RE.fullmatch(run_id):
+            run_id = unique_run_prefix(runs_dir, run_id)
         layout = cls.for_run(runs_dir, run_id)
         if not layout.manifest.is_file():
             raise RunNotFound(

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import NoReturn
 
 import typer
 
 from indexfoundry import __version__
-from indexfoundry.errors import IndexFoundryError, storage_full
+from indexfoundry.errors import ConfigInvalid, IndexFoundryError, storage_full
 from indexfoundry.models.manifests import ToolError
 from indexfoundry.surfaces.cli import (
     config_cmd,
@@ -67,21 +68,40 @@ eval_cmd.register(app)
 mcp_cmd.register(app)
 
 
+def _fail(error: IndexFoundryError) -> NoReturn:
+    """One line on stderr (and the ToolError shape on stdout with --json), then the exit code."""
+    if "--json" in sys.argv[1:]:
+        typer.echo(json.dumps(ToolError.from_error(error).model_dump(mode="json", exclude_none=True)))
+    typer.echo(error.one_line(), err=True)
+    sys.exit(error.exit_code)
+
+
+def usage_error(exc: typer.TyperException) -> ConfigInvalid:
+    """typer's own argument errors (bad option value, unknown option, missing argument) as CONFIG_INVALID."""
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "indexfoundry"
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    return ConfigInvalid(f"{command}: {' '.join(str(message).split())}", suggestion=f"See '{command} --help'")
+
+
 def main() -> None:
-    """Console entry point: run the CLI, mapping IndexFoundry errors to one line and an exit code."""
+    """Console entry point: run the CLI, mapping every error to one line and an exit code."""
     try:
-        app()
+        code = app(standalone_mode=False)
     except IndexFoundryError as error:
-        if "--json" in sys.argv[1:]:
-            typer.echo(json.dumps(ToolError.from_error(error).model_dump(mode="json", exclude_none=True)))
-        typer.echo(error.one_line(), err=True)
-        sys.exit(error.exit_code)
-    except KeyboardInterrupt:
+        _fail(error)
+    except typer.TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group: its help, as typer shows it
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(2)
+        _fail(usage_error(exc))
+    except (KeyboardInterrupt, typer.Abort):
         typer.echo("interrupted", err=True)
         sys.exit(130)
     except OSError as exc:  # a full disk outside a phase (manifest, lock, logs): one line, no traceback
         full = storage_full(exc)
         if full is None:
             raise
-        typer.echo(full.one_line(), err=True)
-        sys.exit(full.exit_code)
+        _fail(full)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -24,8 +24,9 @@ def validate(
     config: Path = typer.Argument(..., help="Pipeline config file.", show_default=False),
     json_out: bool = Json,
 ) -> None:
-    """Check a pipeline config file; prints the resolved config with every default filled in."""
-    cfg = api.load_config(config)
+    """Check a pipeline config file, including what a run would find only later (missing folders,
+    unknown embedding model, a store whose extra is missing); --json prints the resolved config."""
+    cfg = api.validate_config(config)
     if json_out:
         print_json(cfg)
     else:

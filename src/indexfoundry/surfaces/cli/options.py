@@ -14,6 +14,11 @@ RunsDir = typer.Option(
 )
 Json = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 Force = typer.Option(False, "--force", help="Rerun even if inputs did not change.")
+AllowShrink = typer.Option(
+    False,
+    "--allow-shrink",
+    help="Let the run lose more than max_shrink (default 50 %) of its base run's documents or chunks.",
+)
 
 
 def runs_dir_arg(value: Path | None) -> Path | None:

@@ -8,8 +8,9 @@ from pathlib import Path
 import typer
 
 from indexfoundry import api
-from indexfoundry.surfaces.cli.output import RichProgress, print_json
-from indexfoundry.surfaces.cli.pipeline_cmd import render_run
+from indexfoundry.surfaces.cli.options import AllowShrink
+from indexfoundry.surfaces.cli.output import RichProgress
+from indexfoundry.surfaces.cli.pipeline_cmd import render_outcome
 
 
 def phase_group(phase: str, help_text: str) -> typer.Typer:
@@ -24,6 +25,7 @@ def phase_group(phase: str, help_text: str) -> typer.Typer:
             None, "--runs-dir", help="Runs folder (default: $INDEXFOUNDRY_RUNS_DIR or ./runs)."
         ),
         force: bool = typer.Option(False, "--force", help="Rerun even if its inputs did not change."),
+        allow_shrink: bool = AllowShrink,
         json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     ) -> None:
         if ctx.invoked_subcommand is not None:
@@ -37,13 +39,12 @@ def phase_group(phase: str, help_text: str) -> typer.Typer:
             runs_dir=runs_dir,
             force=force,
             progress=RichProgress(enabled=None if not json_out else False),
+            allow_shrink=allow_shrink,
         )
-        if json_out:
-            print_json(output)
-        else:
-            render_run(output)
-        if output.status == "failed":
-            raise typer.Exit(1)
+        render_outcome(output, runs_dir, json_out)
 
-    rerun.__doc__ = help_text + " Skipped when its inputs did not change, unless --force."
+    rerun.__doc__ = (
+        help_text + " Skipped when its inputs did not change, unless --force. Exit code 1 when the run is then"
+        " failed or partial."
+    )
     return group

@@ -7,27 +7,68 @@ from pathlib import Path
 import typer
 
 from indexfoundry import api
-from indexfoundry.models.manifests import PipelineRunOutput
-from indexfoundry.surfaces.cli.options import Force, Json, RunsDir
+from indexfoundry.models.manifests import ErrorRecord, PipelineRunOutput
+from indexfoundry.surfaces.cli.options import AllowShrink, Force, Json, RunsDir
 from indexfoundry.surfaces.cli.output import RichProgress, print_json
 
 app = typer.Typer(help="Run the whole pipeline.", no_args_is_help=True)
 
+# Errors listed on the console after a run; the rest are counted and left to logs/errors.ndjson.
+SHOWN_ERRORS = 5
 
-def render_run(output: PipelineRunOutput) -> None:
-    """Short human summary; the last line names the run id."""
+
+def render_errors(errors: list[ErrorRecord], log_path: Path) -> None:
+    """The first few errors with their code and source, then where the rest are."""
+    for error in errors[:SHOWN_ERRORS]:
+        where = f" {error.uri}" if error.uri else ""
+        typer.echo(f"  {error.code}{where}: {error.message}", err=True)
+    rest = len(errors) - SHOWN_ERRORS
+    if rest > 0:
+        typer.echo(f"  … and {rest} more in {log_path}", err=True)
+    elif errors:
+        typer.echo(f"  (all errors with details: {log_path})", err=True)
+
+
+def next_steps(output: PipelineRunOutput) -> list[str]:
+    """What to try after a run that can be searched."""
+    if output.status == "failed":
+        return [f"indexfoundry run status {output.run_id}"]
+    return [
+        'indexfoundry search "your question"',
+        "indexfoundry serve start --run-id latest      # HTTP API and a search page",
+        "indexfoundry mcp --run-id latest              # point an agent at it (stdio MCP)",
+    ]
+
+
+def render_run(output: PipelineRunOutput, errors: list[ErrorRecord] | None = None) -> None:
+    """Short human summary, the first errors, what to try next; the last line names the run id."""
     for name, phase in output.phases.items():
         extra = f"  reused {phase.reused}, new {phase.new}" if (phase.reused or phase.new) else ""
-        errors = f"  {len(phase.errors)} error(s)" if phase.errors else ""
-        typer.echo(f"  {name:<10} {phase.status:<10} {phase.duration_ms / 1000:7.2f}s{extra}{errors}")
+        count = f"  {len(phase.errors)} error(s)" if phase.errors else ""
+        typer.echo(f"  {name:<10} {phase.status:<10} {phase.duration_ms / 1000:7.2f}s{extra}{count}")
     s = output.summary
     typer.echo(
         f"{output.status}: {s.sources_fetched} sources, {s.chunks_indexed} chunks indexed, "
         f"{s.errors} errors, {s.duration_ms / 1000:.2f}s"
     )
-    if s.errors:
-        typer.echo(f"errors are listed in {Path(output.manifest_path).parent / 'logs' / 'errors.ndjson'}")
+    log_path = Path(output.manifest_path).parent / "logs" / "errors.ndjson"
+    if errors:
+        render_errors(errors, log_path)
+    elif s.errors:
+        typer.echo(f"errors are listed in {log_path}")
+    typer.echo("next: " + "\n      ".join(next_steps(output)), err=True)
     typer.echo(f"run {output.run_id}")
+
+
+def render_outcome(output: PipelineRunOutput, runs_dir: Path | None, json_out: bool) -> None:
+    """Print a run's outcome; exit 1 unless it completed (a failed or partial run)."""
+    if json_out:
+        print_json(output)
+    else:
+        has_errors = output.summary.errors or output.status != "completed"
+        render_run(output, api.status(output.run_id, runs_dir=runs_dir).errors if has_errors else None)
+    if output.status != "completed":
+        raise typer.Exit(1)
 
 
 @app.command("run")
@@ -42,6 +83,7 @@ def run(
         "completed run).",
     ),
     force: bool = Force,
+    allow_shrink: bool = AllowShrink,
     json_out: bool = Json,
 ) -> None:
     """Run connect → extract → normalize → index → serve for CONFIG.
@@ -49,7 +91,11 @@ def run(
     With --base, only what changed since that run is extracted and embedded again; the new
     run's artifacts are the same as a run from scratch.
 
-    Exit code 0 when the run completed, 1 when it failed or ended partial (some documents failed).
+    A run that comes out empty (EMPTY_CONTENT), or loses more than max_shrink (50 %) of its
+    --base run's documents or chunks (RUN_SHRANK), fails and never becomes 'latest'.
+
+    Exit code 0 when the run completed, 1 when it failed or ended partial (some documents failed),
+    2 when the config is invalid (checked before a run is created).
     """
     output = api.pipeline_run(
         config,
@@ -58,10 +104,6 @@ def run(
         force=force,
         progress=RichProgress(enabled=None if not json_out else False),
         base=base,
+        allow_shrink=allow_shrink,
     )
-    if json_out:
-        print_json(output)
-    else:
-        render_run(output)
-    if output.status != "completed":
-        raise typer.Exit(1)
+    render_outcome(output, runs_dir, json_out)

@@ -12,8 +12,8 @@ from typer.core import TyperCommand
 
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid, NotFound
-from indexfoundry.models.config import validation_error
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResponse
+from indexfoundry.models.validation import validation_error
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 
@@ -55,6 +55,7 @@ def response_json(response: SearchResponse, query: str | None = None) -> dict[st
             "run_id": response.run_id,
             "mode": response.mode,
             "indexed_at": response.indexed_at,
+            "score_meaning": response.score_meaning,
         }
     )
     return out
@@ -63,6 +64,8 @@ def response_json(response: SearchResponse, query: str | None = None) -> dict[st
 def render_results(response: SearchResponse) -> None:
     if not response.results:
         typer.echo("no results")
+        return
+    typer.echo(f"{response.mode} search; scores: {response.score_meaning}", err=True)
     for rank, result in enumerate(response.results, start=1):
         where = result.source.uri + (f"#{result.source.record_id}" if result.source.record_id else "")
         if result.position.page is not None:
@@ -101,7 +104,9 @@ def register(app: typer.Typer) -> None:
             None, "--top-k", min=1, max=100, help="Number of results (default: the run profile's default_top_k)."
         ),
         offset: int = typer.Option(0, "--offset", min=0, max=1000, help="Results to skip (paging)."),
-        mode: str = typer.Option("semantic", "--mode", help="semantic | keyword | hybrid"),
+        mode: str = typer.Option(
+            "hybrid", "--mode", help="hybrid (meaning and keywords fused) | semantic (meaning) | keyword (BM25)"
+        ),
         filters: list[str] = typer.Option(
             [],
             "--filter",
@@ -120,6 +125,10 @@ def register(app: typer.Typer) -> None:
             raise ConfigInvalid(f"unknown mode '{mode}'", suggestion="Use semantic, keyword or hybrid")
         if (query is None) == (queries_file is None):
             raise ConfigInvalid("give a query or --queries FILE (one of them)", suggestion="indexfoundry search --help")
+        if query is not None and not query.strip():
+            raise ConfigInvalid(
+                "the search query is empty", suggestion='Give words to search for: indexfoundry search "install"'
+            )
         parsed = [parse_filter(*triple) for triple in filters]
         mode_value: SearchMode = mode  # type: ignore[assignment]
         service = api.search_service(run_id, runs_dir=runs_dir)

@@ -17,7 +17,8 @@ from pydantic import Field, ValidationError
 
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.models.base import Strict
-from indexfoundry.models.config import read_config_file, validation_error
+from indexfoundry.models.config import read_config_file
+from indexfoundry.models.validation import validation_error
 
 
 class KeyEntry(Strict):

