@@ -151,7 +151,8 @@ def test_build_profile_tool_writes_the_profile_that_search_then_follows(tmp_path
         assert service.search(SearchRequest(query="theme install", mode=mode, filters=no_page)).results == []
     assert service.rank("theme install", "semantic", 10, no_page) == []
     # the CLI's default top-k is the profile's default_top_k (5 here; the run has more chunks)
-    done = CliRunner().invoke(app, ["search", "the", "--run-id", run_id, "--runs-dir", str(runs_dir), "--json"])
+    search_the = ["search", "the", "--run-id", run_id, "--runs-dir", str(runs_dir), "--json"]
+    done = CliRunner().invoke(app, [*search_the, "--mode", "semantic"])
     assert isinstance(done.exception, IndexFoundryError)  # semantic is not offered by this profile
     assert done.exception.code == "CONFIG_INVALID"
     args = ["search", "install theme server search home", "--mode", "keyword", "--json"]

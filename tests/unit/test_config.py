@@ -34,7 +34,7 @@ def test_unknown_key_is_config_invalid_naming_the_key_path(tmp_path: Path):
     with pytest.raises(ConfigInvalid) as info:
         load_pipeline_config(path)
     assert info.value.code == "CONFIG_INVALID"
-    assert "connect.sources.0.folder.globb" in info.value.message
+    assert "connect.sources[0].globb: unknown key" in info.value.message
     assert info.value.suggestion
 
 

@@ -20,7 +20,7 @@ def _problems(raw: dict) -> tuple[ConfigInvalid, list[dict]]:
 def test_a_misspelt_source_key_is_named_under_its_source_with_the_key_it_was_meant_to_be():
     _, problems = _problems({"connect": {"sources": [{"type": "folder", "pth": "docs"}]}})
     assert problems == [
-        {"path": "connect.sources[0]", "message": "unknown key 'pth' (did you mean 'path'?)", "did_you_mean": "path"}
+        {"path": "connect.sources[0].pth", "message": "unknown key (did you mean 'path'?)", "did_you_mean": "path"}
     ]
 
 
@@ -32,7 +32,11 @@ def test_every_problem_is_reported_with_the_nearest_valid_key_or_value():
             "index": {"vector_db": {"provider": "chromaa"}},
         }
     )
-    assert {p["path"] for p in problems} == {"normalize", "normalize.max_chars", "index.vector_db.provider"}
+    assert {p["path"] for p in problems} == {
+        "normalize.chunk_stratgy",
+        "normalize.max_chars",
+        "index.vector_db.provider",
+    }
     assert {p.get("did_you_mean") for p in problems} == {"chunk_strategy", "chroma", None}
     assert "3 problems" in error.message and "more)" not in error.message
     assert "did you mean 'chunk_strategy'?" in error.message

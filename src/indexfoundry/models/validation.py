@@ -2,7 +2,7 @@
 
 Every error is reported (not "and 3 more"), each at the key path as the user wrote it
 (``connect.sources[0]``, never pydantic's ``connect.sources.0.folder``), and an unknown key or
-value gets the nearest valid one: "unknown key 'pth' (did you mean 'path'?)". A misspelt key
+value gets the nearest valid one: "connect.sources[0].pth: unknown key (did you mean 'path'?)". A misspelt key
 and the required key it was meant to be are reported once, as the misspelling.
 """
 
@@ -121,7 +121,7 @@ def describe_errors(exc: ValidationError, model: type[BaseModel] | None = None) 
             key = str(error["loc"][-1])
             valid = list(loc.parent.model_fields) if loc.parent is not None else []
             near = closest(key, valid)
-            entry = {"path": loc.parent_path, "message": f"unknown key '{key}'" + did_you_mean(key, valid)}
+            entry = {"path": loc.path, "message": "unknown key" + did_you_mean(key, valid)}
             if near is not None:
                 entry["did_you_mean"] = near
                 explained.add((loc.parent_path, near))

@@ -30,6 +30,7 @@ _EMBEDDING_PROVIDERS: dict[str, tuple[str, str] | None] = {
 STORE_EXTRAS: dict[str, tuple[str, str]] = {
     "qdrant": ("qdrant_client", "qdrant"),
     "milvus": ("pymilvus", "milvus"),
+    "pgvector": ("psycopg", "pgvector"),
 }
 
 

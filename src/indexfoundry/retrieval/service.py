@@ -111,7 +111,9 @@ def weighted_fuse(semantic: Ranked, keyword: Ranked, alpha: float) -> Ranked:
     """
     sem, kw = _min_max(semantic), _min_max(keyword)
     fused = {cid: alpha * sem.get(cid, 0.0) + (1 - alpha) * kw.get(cid, 0.0) for cid in sem.keys() | kw.keys()}
-    return _sorted_fused(fused, [semantic, keyword])
+    # Only a list with weight can break a tie (alpha 1 orders exactly as semantic search).
+    weighted = [ranking for ranking, weight in ((semantic, alpha), (keyword, 1 - alpha)) if weight > 0]
+    return _sorted_fused(fused, weighted)
 
 
 def fuse(semantic: Ranked, keyword: Ranked, config: HybridConfig) -> Ranked:

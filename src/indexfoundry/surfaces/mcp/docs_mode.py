@@ -152,7 +152,8 @@ class DocsIndex:
     def _build(self, base: str | None) -> str:
         kwargs: dict[str, Any] = {"runs_dir": self.runs_dir, "progress": self.progress, "embedder": self.embedder}
         if base is not None and supports_base():
-            out = api.pipeline_run(self.config, base=base, **kwargs)
+            # The folder is the truth in docs mode: deleting pages is not a shrink to refuse.
+            out = api.pipeline_run(self.config, base=base, allow_shrink=True, **kwargs)
         elif base is not None:
             out = api.pipeline_run(self.config, run_id=base, **kwargs)
         else:
