@@ -2,7 +2,7 @@
 
 Each setting indexes the corpus through the normal pipeline (one document per record, the hash
 embedder: semantic numbers would be meaningless, so only keyword mode is scored) and evaluates
-nDCG@10 / recall@100 / MRR@10 with ``indexfoundry.retrieval.eval``. A document's rank is its
+nDCG@10 / recall@100 / MRR@10 with ``indexfoundry.app.eval``. A document's rank is its
 best chunk's rank.
 
     .venv/bin/python bench/chunk_eval.py recursive:1500:150 fixed_chars:1500:150 by_paragraph:1500:0 \
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from indexfoundry import api
-from indexfoundry.retrieval.eval import beir_pipeline_config, evaluate
+from indexfoundry.app.eval import beir_pipeline_config, evaluate
 
 DEFAULT_BEIR = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "benchmark" / "scifact"
 

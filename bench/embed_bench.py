@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexfoundry.phases.index.embedders import local_embedder
+from indexfoundry.backends.embedding.providers import local_embedder
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "markdown"
 

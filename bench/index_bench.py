@@ -66,10 +66,10 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run_one(provider: str, size: int, queries: int) -> dict[str, Any]:
+    from indexfoundry.backends.embedding.providers import HashEmbedder, l2_normalize
+    from indexfoundry.backends.stores import open_store
     from indexfoundry.models.config import IndexConfig, VectorDbConfig
     from indexfoundry.phases.index import Embedded, upsert_chunks
-    from indexfoundry.phases.index.embedders import HashEmbedder, l2_normalize
-    from indexfoundry.phases.index.stores import open_store
     from indexfoundry.storage.hashing import sha256_text
     from indexfoundry.storage.layout import RunLayout
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from indexfoundry.phases.index.embedders import HashEmbedder, Vectors
+from indexfoundry.backends.embedding.providers import HashEmbedder, Vectors
 
 
 class RecordingEmbedder(HashEmbedder):

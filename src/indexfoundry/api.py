@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from indexfoundry.app.export import LlmsTxtOutput
 from indexfoundry.errors import ConfigInvalid, RunNotFound
 from indexfoundry.models.config import (
     GlobalConfig,
@@ -18,15 +19,15 @@ from indexfoundry.models.manifests import PipelineRunOutput
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResponse
 from indexfoundry.pipeline.cleanup import RunCleanupOutput
 from indexfoundry.pipeline.diff import RunDiffOutput
-from indexfoundry.pipeline.llms import LlmsTxtOutput
-from indexfoundry.pipeline.runner import create_run, execute, load_run_config, new_run_id
+from indexfoundry.pipeline.runner import create_run, execute, new_run_id
 from indexfoundry.pipeline.runs import RunListItem, RunStatusOutput, latest_run, list_runs, run_status
 from indexfoundry.storage.layout import PHASES, RunLayout, resolve_runs_dir
+from indexfoundry.storage.manifest import load_run_config
 
 if TYPE_CHECKING:
+    from indexfoundry.app.eval import EvalResult
     from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeEndpoint
-    from indexfoundry.phases.serve.models import ServeOpenapiOutput, ServerStatus, ServeStartOutput, ServeStopOutput
-    from indexfoundry.retrieval.eval import EvalResult
+    from indexfoundry.models.serve import ServeOpenapiOutput, ServerStatus, ServeStartOutput, ServeStopOutput
     from indexfoundry.retrieval.service import SearchService
 
 
@@ -140,7 +141,7 @@ def _base_layout(root: Path, base: str | None) -> RunLayout | None:
 
 def _recorded_base(layout: RunLayout) -> RunLayout | None:
     """The base run recorded in a run's manifest, when it still exists."""
-    from indexfoundry.pipeline.manifest import load_manifest
+    from indexfoundry.storage.manifest import load_manifest
 
     base_id = load_manifest(layout).base_run_id
     if base_id is None:
@@ -226,7 +227,7 @@ def evaluate(
     embedder: Any = None,
 ) -> EvalResult:
     """nDCG@10 / recall@100 / MRR@10 per mode: index a BEIR folder through the pipeline, or use a run."""
-    from indexfoundry.retrieval.eval import evaluate as run_evaluation
+    from indexfoundry.app.eval import evaluate as run_evaluation
 
     return run_evaluation(
         beir_dir=Path(beir_dir) if beir_dir is not None else None,
@@ -302,7 +303,7 @@ def export_llms_txt(
     run_id: str, *, runs_dir: str | Path | None = None, out_dir: str | Path | None = None, title: str | None = None
 ) -> LlmsTxtOutput:
     """Write llms.txt, llms-full.txt and their pages for a run (default folder: its served/)."""
-    from indexfoundry.pipeline.llms import export_llms_txt as export
+    from indexfoundry.app.export import export_llms_txt as export
 
     root = runs_dir_for(runs_dir)
     layout = RunLayout.existing(root, resolve_run_id(root, run_id))
@@ -319,7 +320,7 @@ def serve_openapi(
     include_schemas: bool = True,
 ) -> ServeOpenapiOutput:
     """The seed's serve_openapi: write ``served/openapi.json`` from the same app the server runs."""
-    from indexfoundry.phases.serve.control import write_openapi
+    from indexfoundry.app.serving import write_openapi
 
     root = runs_dir_for(runs_dir)
     layout = RunLayout.existing(root, resolve_run_id(root, run_id))
@@ -340,7 +341,7 @@ def serve_start(
 ) -> ServeStartOutput:
     """The seed's serve_start: the HTTP API in a background process; returns once it answers.
     ``run_id`` may be 'latest': the server then switches to each newly completed run."""
-    from indexfoundry.phases.serve.control import start_background
+    from indexfoundry.app.serving import start_background
 
     return start_background(
         runs_dir_for(runs_dir),
@@ -364,7 +365,7 @@ def serve_foreground(
     log_requests: bool | None = None,
 ) -> None:
     """Run the HTTP API in this process until SIGINT/SIGTERM (graceful shutdown)."""
-    from indexfoundry.phases.serve import control
+    from indexfoundry.app import serving as control
 
     settings = control.http_settings(
         runs_dir_for(runs_dir),
@@ -380,13 +381,13 @@ def serve_foreground(
 
 def serve_status(*, runs_dir: str | Path | None = None) -> list[ServerStatus]:
     """HTTP servers running for this runs folder."""
-    from indexfoundry.phases.serve.control import server_status
+    from indexfoundry.app.serving import server_status
 
     return server_status(runs_dir_for(runs_dir))
 
 
 def serve_stop(*, runs_dir: str | Path | None = None, port: int | None = None) -> ServeStopOutput:
     """Stop the server on ``port`` (default: all servers of this runs folder)."""
-    from indexfoundry.phases.serve.control import stop_servers
+    from indexfoundry.app.serving import stop_servers
 
     return stop_servers(runs_dir_for(runs_dir), port)

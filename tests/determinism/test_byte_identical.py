@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from indexfoundry import api
+from indexfoundry.backends.stores.chroma import ChromaStore
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.models.manifests import TIMING_FIELDS
-from indexfoundry.phases.index.stores.chroma import ChromaStore
 from indexfoundry.storage.layout import RunLayout
 from tests.conftest import SAMPLE_DOCS, folder_config, write_config, write_tree
 from tests.fakes import RecordingEmbedder

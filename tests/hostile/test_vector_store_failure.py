@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from indexfoundry import api
-from indexfoundry.phases.index.stores import chroma as chroma_store
+from indexfoundry.backends.stores import chroma as chroma_store
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from tests.conftest import REPO, folder_config, write_tree

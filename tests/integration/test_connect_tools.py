@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from indexfoundry.app.tools.registry import call_tool, load_tools
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import parse_pipeline_config
-from indexfoundry.pipeline.manifest import artifacts_verify, load_manifest
-from indexfoundry.pipeline.runner import create_run, execute, load_run_config, new_run_id
+from indexfoundry.pipeline.runner import create_run, execute, new_run_id
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.tools import call_tool, load_tools
+from indexfoundry.storage.manifest import artifacts_verify, load_manifest, load_run_config
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.integration.connect_servers import body, serve_script, serve_site
 

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from indexfoundry import api
 from indexfoundry.errors import IndexFoundryError
-from indexfoundry.pipeline.manifest import load_manifest
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest
 from indexfoundry.surfaces.cli import app
 from tests.conftest import SAMPLE_DOCS, folder_config, write_tree
 

@@ -10,13 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import call_tool, load_tools
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.records import ExtractedDocument, RawRecord
 from indexfoundry.pipeline.runner import create_run, execute, new_run_id
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.cli import app
-from indexfoundry.tools import call_tool, load_tools
 
 pytestmark = pytest.mark.corpora
 

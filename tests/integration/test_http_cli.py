@@ -14,10 +14,10 @@ import pytest
 from openapi_spec_validator import validate
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import call_tool, load_tools
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.pipeline.inuse import pid_alive, runs_in_use
 from indexfoundry.storage.layout import server_pid_file
-from indexfoundry.tools import call_tool, load_tools
 from tests.integration.http_support import make_run
 
 

@@ -11,9 +11,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from indexfoundry.app.serving import http_settings
 from indexfoundry.models.config import RateLimitConfig, ServeConfig
 from indexfoundry.phases.serve import default_profile
-from indexfoundry.phases.serve.control import http_settings
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.http import HttpSettings, openapi_spec
 from tests.integration.http_support import LiveServer, make_run

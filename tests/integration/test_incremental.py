@@ -9,9 +9,9 @@ import pytest
 from indexfoundry import api
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.phases.index import open_run_store
-from indexfoundry.pipeline.manifest import load_manifest
 from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest
 from tests.conftest import folder_config, write_tree
 from tests.fakes import RecordingEmbedder
 
@@ -132,7 +132,7 @@ def test_an_unchanged_rerun_with_a_base_embeds_nothing_and_diffs_as_identical(hu
 
 
 def test_pipeline_run_tool_accepts_a_base_run_id(hundred: Path, runs_dir: Path):
-    from indexfoundry.tools import call_tool
+    from indexfoundry.app.tools.registry import call_tool
 
     config = folder_config(hundred)
     first = call_tool("indexfoundry_pipeline_run", config, runs_dir=runs_dir, embedder=RecordingEmbedder())

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import call_tool, load_tools
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.surfaces.cli import app
-from indexfoundry.tools import call_tool, load_tools
 from tests.conftest import SAMPLE_DOCS, folder_config, write_config
 from tests.fakes import RecordingEmbedder
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexfoundry.phases.index.embedders import l2_normalize, local_embedder
+from indexfoundry.backends.embedding.providers import l2_normalize, local_embedder
 from indexfoundry.storage.hashing import sha256_file
 
 pytestmark = pytest.mark.model
@@ -22,7 +22,7 @@ TEXTS = [
 @pytest.fixture
 def int8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("INDEXFOUNDRY_CACHE_DIR", str(tmp_path / "cache"))
-    from indexfoundry.phases.index.onnx_int8 import Int8Embedder
+    from indexfoundry.backends.embedding.onnx_int8 import Int8Embedder
 
     return Int8Embedder()
 
@@ -45,7 +45,7 @@ def test_int8_stays_close_to_the_fp32_model_and_reads_256_tokens(int8):
 
 
 def test_the_export_is_byte_identical_when_made_again(int8, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from indexfoundry.phases.index.onnx_int8 import export_int8, local_model_path
+    from indexfoundry.backends.embedding.onnx_int8 import export_int8, local_model_path
 
     again = tmp_path / "again.onnx"
     export_int8(local_model_path(), again)

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from indexfoundry import api
+from indexfoundry.app.tools.index import verify_run
+from indexfoundry.backends.stores.pgvector import PgVectorStore
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.phases.index.stores.pgvector import PgVectorStore
-from indexfoundry.phases.index.tools import verify_run
 from tests.conftest import folder_config
 from tests.integration.test_index_stores import _docs, _index, _same_up_to_ties, _top10
 

@@ -19,11 +19,11 @@ import httpx
 import pytest
 
 from indexfoundry import api
+from indexfoundry.backends.embedding.providers import HashEmbedder
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.phases.index import open_run_store
-from indexfoundry.phases.index.embedders import HashEmbedder
-from indexfoundry.pipeline.runner import load_run_config
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_run_config
 from tests.conftest import folder_config
 
 TOPICS = {
@@ -86,7 +86,7 @@ def chroma_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
             time.sleep(0.1)
         yield {"host": "127.0.0.1", "port": port}
     finally:
-        from indexfoundry.phases.index.stores.chroma import close_http_clients
+        from indexfoundry.backends.stores.chroma import close_http_clients
 
         close_http_clients()
         proc.terminate()
@@ -101,8 +101,8 @@ def chroma_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
 @pytest.fixture(autouse=True)
 def _release_embedded_clients() -> Iterator[None]:
     yield
-    from indexfoundry.phases.index.stores.milvus import close_lite_clients
-    from indexfoundry.phases.index.stores.qdrant import close_local_clients
+    from indexfoundry.backends.stores.milvus import close_lite_clients
+    from indexfoundry.backends.stores.qdrant import close_local_clients
 
     close_local_clients()
     close_lite_clients()

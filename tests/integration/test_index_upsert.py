@@ -9,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import call_tool
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.phases.index import open_run_store
-from indexfoundry.pipeline.runner import load_run_config
 from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_run_config
 from indexfoundry.surfaces.cli import app
-from indexfoundry.tools import call_tool
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.fakes import RecordingEmbedder
 
@@ -99,7 +99,7 @@ def test_store_text_off_and_extra_metadata_fields_reach_the_store(tree, runs_dir
     out = api.pipeline_run(folder_config(docs, index={"vector_db": vdb}), runs_dir=runs_dir)
     layout = RunLayout(runs_dir / out.run_id)
     store = open_run_store(layout, load_run_config(layout))
-    from indexfoundry.phases.index.embedders import HashEmbedder
+    from indexfoundry.backends.embedding.providers import HashEmbedder
 
     hits = store.query(HashEmbedder().embed(["theme colours"])[0], 3, {"metadata.custom.tags": {"$eq": "ui"}})
     assert hits and all(h.text is None and h.metadata["metadata.custom.tags"] == "ui" for h in hits)
@@ -155,7 +155,7 @@ def test_embed_and_upsert_tools_rebuild_a_store_from_the_runs_files(tree, runs_d
             runs_dir=runs_dir,
         )
     assert info.value.code == "CONFIG_INVALID"
-    from indexfoundry.phases.index.stores.qdrant import close_local_clients
+    from indexfoundry.backends.stores.qdrant import close_local_clients
 
     close_local_clients()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from indexfoundry import api
-from indexfoundry.pipeline.llms import first_sentence
+from indexfoundry.app.export import first_sentence
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.cli import app

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from indexfoundry import api
+from indexfoundry.backends.embedding import providers as embedders
+from indexfoundry.backends.embedding.providers import LOCAL_MODEL_DIMENSIONS, local_embedder
 from indexfoundry.errors import EmbedError
-from indexfoundry.phases.index import embedders
-from indexfoundry.phases.index.embedders import LOCAL_MODEL_DIMENSIONS, local_embedder
 
 pytestmark = pytest.mark.model
 

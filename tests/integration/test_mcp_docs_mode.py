@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 from mcp.client import Client
 
+from indexfoundry.app.docs_index import DocsIndex
 from indexfoundry.pipeline.runs import list_runs
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.mcp import ServerOptions, create_server
-from indexfoundry.surfaces.mcp.docs_mode import DocsIndex
 from tests.conftest import SAMPLE_DOCS
 from tests.fakes import RecordingEmbedder
 from tests.integration.mcp_support import read_json, stdio_session, structured, texts

@@ -11,8 +11,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import load_tools
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.tools import load_tools
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.integration.mcp_support import (
     RETRIEVAL_TOOLS,

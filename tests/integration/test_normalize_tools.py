@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import call_tool, load_tools
 from indexfoundry.errors import IndexFoundryError
-from indexfoundry.pipeline.manifest import artifacts_verify, load_manifest
 from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.tools import call_tool, load_tools
+from indexfoundry.storage.manifest import artifacts_verify, load_manifest
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.fakes import RecordingEmbedder
 

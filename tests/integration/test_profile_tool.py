@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import call_tool
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.tools import call_tool
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.fakes import RecordingEmbedder
 

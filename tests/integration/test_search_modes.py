@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import call_tool
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.retrieval import SearchFilter, SearchRequest
 from indexfoundry.retrieval import service as service_module
@@ -19,7 +20,6 @@ from indexfoundry.retrieval.filters import matches
 from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.cli import app
-from indexfoundry.tools import call_tool
 from tests.conftest import SAMPLE_DOCS, folder_config, write_tree
 
 DOCS: dict[str, str | bytes] = {

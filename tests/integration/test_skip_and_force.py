@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from indexfoundry import api
-from indexfoundry.pipeline.manifest import load_manifest
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.fakes import RecordingEmbedder
 

@@ -24,11 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from indexfoundry.errors import IndexFoundryError
-from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.models.records import DocumentChunk
-from indexfoundry.phases.index import Embedded, upsert_chunks, verify_ids
-from indexfoundry.phases.index.stores import (
+from indexfoundry.backends.stores import (
     CONTAINS_PROVIDERS,
     Metadata,
     VectorStore,
@@ -36,6 +32,10 @@ from indexfoundry.phases.index.stores import (
     open_store,
     parse_where,
 )
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.config import VectorDbConfig
+from indexfoundry.models.records import DocumentChunk
+from indexfoundry.phases.index import Embedded, upsert_chunks, verify_ids
 from indexfoundry.storage.hashing import sha256_text
 from indexfoundry.storage.layout import RunLayout
 from tests.hostile.test_vector_store_failure import ChromaServer, _free_port
@@ -76,7 +76,7 @@ class Kit:
 # ---------------------------------------------------------------- the stores
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
-    from indexfoundry.phases.index.stores import chroma
+    from indexfoundry.backends.stores import chroma
 
     server = ChromaServer(tmp_path_factory.mktemp("chroma-server"), _free_port())
     server.start()
@@ -91,7 +91,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaSe
 
 
 def _restart_chroma(server: ChromaServer) -> None:
-    from indexfoundry.phases.index.stores import chroma
+    from indexfoundry.backends.stores import chroma
 
     chroma.close_http_clients()
     server.start()
@@ -126,8 +126,8 @@ def kit(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kit]:
         yield Kit(name, "pgvector", {"dsn": dsn}, root, stop=pg.stop, start=pg.start)
     else:  # pragma: no cover - a new store must be added here
         raise AssertionError(name)
-    from indexfoundry.phases.index.stores.milvus import close_lite_clients
-    from indexfoundry.phases.index.stores.qdrant import close_local_clients
+    from indexfoundry.backends.stores.milvus import close_lite_clients
+    from indexfoundry.backends.stores.qdrant import close_local_clients
 
     close_local_clients()
     close_lite_clients()

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from indexfoundry import api
 from indexfoundry.pipeline.cleanup import cleanup_runs
 from indexfoundry.pipeline.inuse import mark_in_use, release, runs_in_use
-from indexfoundry.pipeline.manifest import load_manifest, run_lock, save_manifest
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest, run_lock, save_manifest
 from indexfoundry.surfaces.cli import app
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.fakes import RecordingEmbedder

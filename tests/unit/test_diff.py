@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from indexfoundry import api
 from indexfoundry.pipeline.diff import config_changes, text_diff
-from indexfoundry.pipeline.manifest import load_manifest, save_manifest
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest, save_manifest
 from indexfoundry.surfaces.cli import app
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.fakes import RecordingEmbedder

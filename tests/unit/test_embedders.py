@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from indexfoundry.errors import IndexFoundryError
-from indexfoundry.models.config import IndexConfig
-from indexfoundry.phases.index.embedders import (
+from indexfoundry.backends.embedding.providers import (
     HashEmbedder,
     OpenAIEmbedder,
     _retry_after,
     api_model_id,
     resolve_embedder,
 )
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.config import IndexConfig
 
 
 def test_model_ids_name_model_dimensions_and_server_without_credentials():

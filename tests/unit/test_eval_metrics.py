@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from indexfoundry.errors import IndexFoundryError
-from indexfoundry.retrieval.eval import (
+from indexfoundry.app.eval import (
     EvalResult,
     missed_thresholds,
     parse_thresholds,
@@ -17,6 +16,7 @@ from indexfoundry.retrieval.eval import (
     score_rankings,
     trec_run,
 )
+from indexfoundry.errors import IndexFoundryError
 
 QRELS = {"q1": {"d1": 1, "d2": 1, "d9": 0}, "q2": {"d3": 2, "d4": 1}, "q3": {"d5": 1}}
 RUN = {

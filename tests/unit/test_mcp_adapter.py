@@ -13,12 +13,12 @@ import pytest
 from mcp.client import Client
 from pydantic import Field
 
-from indexfoundry import tools as registry
+from indexfoundry.app.tools import registry
+from indexfoundry.app.tools.registry import ToolAnnotations, ToolSpec
 from indexfoundry.errors import ParseError
 from indexfoundry.models.base import Strict
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.mcp import ServerOptions, create_server
-from indexfoundry.tools import ToolAnnotations, ToolSpec
 
 RUN = "01900000-0000-7000-8000-000000000002"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from indexfoundry.backends.keyword.bm25 import KeywordIndex, build_keyword_index
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.records import DocumentChunk
-from indexfoundry.phases.index.keyword import KeywordIndex, build_keyword_index
 from indexfoundry.storage.hashing import chunk_id_for, sha256_text
 from indexfoundry.storage.layout import RunLayout
 
@@ -78,7 +78,7 @@ def test_rebuilding_in_another_order_and_hash_seed_writes_byte_identical_files(t
     script = (
         "import sys; from pathlib import Path; "
         "from tests.unit.test_retrieval_keyword import CHUNKS, layout_at; "
-        "from indexfoundry.phases.index.keyword import build_keyword_index; "
+        "from indexfoundry.backends.keyword.bm25 import build_keyword_index; "
         "build_keyword_index(layout_at(Path(sys.argv[1])), list(reversed(list(CHUNKS.values()))))"
     )
     repo = Path(__file__).resolve().parents[2]
@@ -86,7 +86,7 @@ def test_rebuilding_in_another_order_and_hash_seed_writes_byte_identical_files(t
         [sys.executable, "-c", script, str(tmp_path / "b")],
         check=True,
         cwd=repo,
-        env={"PYTHONHASHSEED": "12345", "PATH": "/usr/bin:/bin"},
+        env={"PYTHONHASHSEED": "12345", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo / "src")},
         timeout=120,
     )
     assert digest(first.keyword_index_dir) == digest(second.keyword_index_dir)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from indexfoundry.app.tools.profile import BuildProfileInput, build_profile
+from indexfoundry.app.tools.registry import load_tools
 from indexfoundry.errors import IndexFoundryError
-from indexfoundry.phases.index.profile_tools import BuildProfileInput, build_profile
-from indexfoundry.tools import load_tools
 
 RUN_ID = "01890a5d-ac96-774b-bcce-b302099a8057"
 

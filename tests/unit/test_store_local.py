@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from indexfoundry.backends.stores import matches, parse_where
+from indexfoundry.backends.stores.local import LocalStore
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.phases.index.stores import matches, parse_where
-from indexfoundry.phases.index.stores.local import LocalStore
 
 
 def _store(path: Path, **kw: object) -> LocalStore:

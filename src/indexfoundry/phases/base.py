@@ -70,7 +70,7 @@ class PhaseContext:
     base_layout: RunLayout | None = None
     # This phase's last committed (completed) manifest in this run, when it is being rerun.
     previous_phase: PhaseManifest | None = None
-    # Items a phase took unchanged from the base run, by phase name (see pipeline/reuse.py).
+    # Items a phase took unchanged from the base run, by phase name (see phases/extract/reuse.py).
     reuse_counts: dict[str, int] = field(default_factory=dict)
     errors: list[ErrorRecord] = field(default_factory=list)
     log: Callable[[str], None] = field(default=lambda message: print(message, file=sys.stderr))
@@ -85,7 +85,7 @@ class PhaseContext:
 
     def event(self, event: str, **fields: Any) -> None:
         """Append a structured event to ``logs/events.ndjson``."""
-        from indexfoundry.pipeline.clock import utc_now
+        from indexfoundry.storage.clock import utc_now
 
         append_ndjson(self.layout.events_log, {"ts": utc_now(), "event": event, **fields})
 
@@ -93,7 +93,7 @@ class PhaseContext:
         """Record a document-level failure; with ``stop_on_error`` the phase fails instead."""
         record = ErrorRecord.from_error(error, phase=phase, uri=uri)
         self.errors.append(record)
-        from indexfoundry.pipeline.clock import utc_now
+        from indexfoundry.storage.clock import utc_now
 
         append_ndjson(
             self.layout.errors_log,
@@ -142,7 +142,7 @@ class Phase(ABC):
 
 def upstream_artifact_hashes(ctx: PhaseContext, phase: PhaseName) -> list[str]:
     """Hashes of the artifacts the upstream ``phase`` recorded in the run manifest."""
-    from indexfoundry.pipeline.manifest import load_manifest
+    from indexfoundry.storage.manifest import load_manifest
 
     manifest = load_manifest(ctx.layout)
     upstream = manifest.phases.get(phase)

@@ -33,8 +33,8 @@ from pydantic import Field
 from indexfoundry.errors import IndexFoundryError, RunLocked
 from indexfoundry.models.base import Strict
 from indexfoundry.pipeline.inuse import runs_in_use
-from indexfoundry.pipeline.manifest import load_manifest, lock_is_held, run_lock
 from indexfoundry.storage.layout import RunLayout, is_run_id
+from indexfoundry.storage.manifest import load_manifest, lock_is_held, run_lock
 
 KEPT_FILES = frozenset({"manifest.json", "config.json"})
 
@@ -109,8 +109,8 @@ def _release_vectors(layout: RunLayout) -> None:
     """Drop what the run holds in a server store (its pgvector table, unless published)."""
     if not layout.config.is_file():
         return
+    from indexfoundry.backends.stores import release_run
     from indexfoundry.models.config import PipelineConfig
-    from indexfoundry.phases.index.stores import release_run
     from indexfoundry.storage.atomic import read_json
 
     config = PipelineConfig.model_validate(read_json(layout.config))

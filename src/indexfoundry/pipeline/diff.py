@@ -24,10 +24,10 @@ from pydantic import Field
 from indexfoundry.models.base import Strict
 from indexfoundry.models.manifests import TIMING_FIELDS, PhaseName
 from indexfoundry.models.records import DocumentChunk
-from indexfoundry.pipeline.manifest import load_manifest
 from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.hashing import sha256_text, short
 from indexfoundry.storage.layout import PHASES, RunLayout
+from indexfoundry.storage.manifest import load_manifest
 
 # Keys of the frozen config that are not content (the run id, the one-off --force).
 _IGNORED_CONFIG_KEYS = frozenset({"run_id", "force"})

@@ -37,21 +37,22 @@ from indexfoundry.models.manifests import (
     Timing,
 )
 from indexfoundry.phases.base import NullProgress, Phase, PhaseContext, PhaseOutcome
-from indexfoundry.pipeline.clock import monotonic_ms, utc_now
 from indexfoundry.pipeline.guards import RunGuards, check_phase_output
 from indexfoundry.pipeline.inuse import in_use
 from indexfoundry.pipeline.locks import shared_store_lock
-from indexfoundry.pipeline.manifest import (
+from indexfoundry.storage.atomic import atomic_write_json, remove_stale_temp_files
+from indexfoundry.storage.clock import monotonic_ms, utc_now
+from indexfoundry.storage.hashing import sha256_json
+from indexfoundry.storage.layout import PHASES, RunLayout
+from indexfoundry.storage.manifest import (
     artifact_record,
     artifacts_verify,
+    frozen_config,
     load_manifest,
     run_lock,
     save_manifest,
     totals_of,
 )
-from indexfoundry.storage.atomic import atomic_write_json, read_json, remove_stale_temp_files
-from indexfoundry.storage.hashing import sha256_json
-from indexfoundry.storage.layout import PHASES, RunLayout
 
 
 def get_phase(name: str) -> Phase:
@@ -79,11 +80,6 @@ def get_phase(name: str) -> Phase:
     raise IndexFoundryError(f"unknown phase '{name}'", code="CONFIG_INVALID", suggestion=f"One of {PHASES}")
 
 
-def frozen_config(config: PipelineConfig) -> dict[str, Any]:
-    """The config snapshot written to ``config.json`` (no run id: it is not content)."""
-    return config.model_copy(update={"run_id": None, "force": False}).model_dump(mode="json")
-
-
 def new_run_id() -> str:
     """A new time-ordered run id (UUID v7)."""
     return str(uuid6.uuid7())
@@ -104,11 +100,6 @@ def create_run(layout: RunLayout, config: PipelineConfig, base_run_id: str | Non
     )
     save_manifest(layout, manifest)
     return manifest
-
-
-def load_run_config(layout: RunLayout) -> PipelineConfig:
-    """The frozen config of an existing run."""
-    return PipelineConfig.model_validate(read_json(layout.config))
 
 
 @dataclass
@@ -143,7 +134,7 @@ def _run_phase(
     started = monotonic_ms()
     started_at = utc_now()
     ctx.errors = []
-    # A forced phase redoes its work: nothing is taken from a base run (pipeline/reuse.py).
+    # A forced phase redoes its work: nothing is taken from a base run (phases/extract/reuse.py).
     ctx.force = force
     try:
         inputs = phase.input_hashes(ctx)
@@ -226,7 +217,7 @@ def _run_phase(
     duration = monotonic_ms() - started
     reused, new = outcome.reused, outcome.new
     if ctx.base_layout is not None:
-        from indexfoundry.pipeline.reuse import reuse_counts
+        from indexfoundry.phases.extract.reuse import reuse_counts
 
         reused, new = reuse_counts(
             phase.name,

@@ -11,8 +11,8 @@ from pydantic import Field
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.models.base import Strict
 from indexfoundry.models.manifests import ErrorRecord, PhaseName, RunStatus, Totals
-from indexfoundry.pipeline.manifest import load_manifest, lock_is_held
 from indexfoundry.storage.layout import PHASES, RunLayout, is_run_id
+from indexfoundry.storage.manifest import load_manifest, lock_is_held
 
 
 class PhaseStatusView(Strict):

@@ -20,6 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from indexfoundry.backends.embedding.providers import Embedder, embed_queries, resolve_embedder
+from indexfoundry.backends.keyword.bm25 import KeywordIndex
+from indexfoundry.backends.stores import CONTAINS_PROVIDERS, VectorStore
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
 from indexfoundry.models.manifests import RunManifest
 from indexfoundry.models.records import DocumentChunk
@@ -34,16 +37,12 @@ from indexfoundry.models.retrieval import (
     SearchResult,
 )
 from indexfoundry.phases.index import open_run_store
-from indexfoundry.phases.index.embedders import Embedder, embed_queries, resolve_embedder
-from indexfoundry.phases.index.keyword import KeywordIndex
-from indexfoundry.phases.index.stores import CONTAINS_PROVIDERS, VectorStore
 from indexfoundry.phases.serve import default_profile
-from indexfoundry.pipeline.manifest import load_manifest
-from indexfoundry.pipeline.runner import load_run_config
 from indexfoundry.retrieval.filters import check_filters, matches, needs_post_filter, store_where
 from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.hashing import canonical_json
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest, load_run_config
 
 # Candidates each mode contributes to hybrid fusion (at least; more when more results are wanted).
 HYBRID_CANDIDATES = 100

@@ -36,8 +36,8 @@ from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, uni
 from indexfoundry.phases.connect.repo import local_repo, read_repo, repo_name, resolve_commit
 from indexfoundry.phases.connect.sniff import extension_for, sniff_content_type
 from indexfoundry.phases.connect.url import UrlJob
-from indexfoundry.pipeline.clock import utc_now
 from indexfoundry.storage.atomic import atomic_write_jsonl, new_temp_file
+from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_bytes, sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
 

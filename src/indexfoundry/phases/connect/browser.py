@@ -28,7 +28,7 @@ from indexfoundry.models.config import RenderOptions
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.connect.net import Fetcher, HttpStatusError
 from indexfoundry.phases.connect.url import UrlJob, UrlResult
-from indexfoundry.pipeline.clock import utc_now
+from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.layout import RunLayout
 
 CHROMIUM = "/usr/bin/chromium"

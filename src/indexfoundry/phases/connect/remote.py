@@ -20,8 +20,8 @@ from indexfoundry.phases.connect.net import Fetcher, FetchPolicy, HttpStatusErro
 from indexfoundry.phases.connect.robots import RobotsCache
 from indexfoundry.phases.connect.sitemap import SitemapDiscovery, discover
 from indexfoundry.phases.connect.url import UrlJob, UrlResult, fetch_url, reusable_artifact
-from indexfoundry.pipeline.clock import utc_now
 from indexfoundry.storage.atomic import iter_jsonl
+from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.layout import RunLayout
 
 REMOTE_KINDS = frozenset({"url", "sitemap", "pdf", "crawl", "llms_txt"})

@@ -21,8 +21,8 @@ from indexfoundry.errors import ParseError
 from indexfoundry.models.records import RawRecord, SourceKind
 from indexfoundry.phases.connect.net import Fetcher, FetchResult, HttpStatusError
 from indexfoundry.phases.connect.sniff import extension_for, sniff_content_type
-from indexfoundry.pipeline.clock import utc_now
 from indexfoundry.storage.atomic import new_temp_file
+from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_file
 from indexfoundry.storage.layout import RunLayout
 

@@ -23,7 +23,7 @@ from indexfoundry.phases.base import (
     package_version,
     upstream_artifact_hashes,
 )
-from indexfoundry.pipeline.reuse import reuse_extracted
+from indexfoundry.phases.extract.reuse import reuse_extracted
 from indexfoundry.storage.atomic import (
     atomic_write_json,
     atomic_write_jsonl,

@@ -17,6 +17,16 @@ from typing import Any
 
 import numpy as np
 
+from indexfoundry.backends.embedding.cache import EmbeddingCache
+from indexfoundry.backends.embedding.providers import Embedder, Vectors, l2_normalize, resolve_embedder
+from indexfoundry.backends.stores import (
+    TEXT_HASH_KEY,
+    Metadata,
+    VectorStore,
+    describe_location,
+    open_store,
+    publish,
+)
 from indexfoundry.errors import DbError, EmbedError, IndexFoundryError
 from indexfoundry.models.config import IndexConfig, PipelineConfig, VectorDbConfig
 from indexfoundry.models.manifests import PhaseManifest
@@ -28,16 +38,6 @@ from indexfoundry.phases.base import (
     PhaseOutcome,
     package_version,
     upstream_artifact_hashes,
-)
-from indexfoundry.phases.index.cache import EmbeddingCache
-from indexfoundry.phases.index.embedders import Embedder, Vectors, l2_normalize, resolve_embedder
-from indexfoundry.phases.index.stores import (
-    TEXT_HASH_KEY,
-    Metadata,
-    VectorStore,
-    describe_location,
-    open_store,
-    publish,
 )
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl
 from indexfoundry.storage.hashing import sha256_file, sha256_json, sha256_text
@@ -347,7 +347,7 @@ class IndexPhase(Phase):
         upsert["stats"] = changes_since(committed, embedded)
         atomic_write_json(layout.upsert_stats, upsert)
         atomic_write_json(layout.vector_manifest, vector_manifest(layout, config.vector_db, embedded))
-        from indexfoundry.phases.index.keyword import build_keyword_index
+        from indexfoundry.backends.keyword.bm25 import build_keyword_index
 
         keyword_files = build_keyword_index(layout, ordered)  # BM25 for keyword/hybrid search
         return PhaseOutcome(
@@ -395,7 +395,7 @@ def changes_since(committed: dict[str, str], embedded: Embedded) -> dict[str, in
 
 def _model_hash(model_id: str) -> str | None:
     if model_id.startswith(("local:", "local-int8:")):
-        from indexfoundry.phases.index.embedders import LOCAL_MODEL_SHA256
+        from indexfoundry.backends.embedding.providers import LOCAL_MODEL_SHA256
 
         return LOCAL_MODEL_SHA256
     return None

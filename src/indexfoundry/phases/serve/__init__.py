@@ -73,7 +73,7 @@ class ServePhase(Phase):
         return upstream_artifact_hashes(ctx, "index")
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
-        from indexfoundry.phases.serve.control import write_openapi
+        from indexfoundry.app.serving import write_openapi
 
         atomic_write_json(ctx.layout.retrieval_profile, profile_for(ctx.config))
         spec = write_openapi(ctx.layout, ctx.config.serve)

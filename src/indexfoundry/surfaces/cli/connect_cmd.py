@@ -24,7 +24,7 @@ RunId = typer.Option(..., "--run-id", help="Run to write into (it must exist; 'l
 
 def _call(name: str, arguments: dict[str, Any], runs_dir: Path | None) -> BaseModel:
     from indexfoundry import api
-    from indexfoundry.tools import call_tool
+    from indexfoundry.app.tools.registry import call_tool
 
     root = api.runs_dir_for(runs_dir)
     arguments["run_id"] = api.resolve_run_id(root, arguments["run_id"])

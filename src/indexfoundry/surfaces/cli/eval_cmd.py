@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 
 from indexfoundry import api
+from indexfoundry.app.eval import METRICS, EvalResult, missed_thresholds, parse_thresholds, write_trec_run
 from indexfoundry.errors import ConfigInvalid
-from indexfoundry.retrieval.eval import METRICS, EvalResult, missed_thresholds, parse_thresholds, write_trec_run
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import RichProgress
 

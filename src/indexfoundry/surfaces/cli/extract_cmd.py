@@ -25,7 +25,7 @@ RunId = typer.Option(..., "--run-id", help="Run to work in (it must exist).")
 
 
 def _call(name: str, arguments: dict[str, Any], runs_dir: Path | None) -> BaseModel:
-    from indexfoundry.tools import call_tool
+    from indexfoundry.app.tools.registry import call_tool
 
     return call_tool(name, {k: v for k, v in arguments.items() if v is not None}, runs_dir=runs_dir)
 

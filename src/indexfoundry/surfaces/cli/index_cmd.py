@@ -9,10 +9,10 @@ from typing import Any
 import typer
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import call_tool
 from indexfoundry.surfaces.cli.options import Force, Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 from indexfoundry.surfaces.cli.phase_group import phase_group
-from indexfoundry.tools import call_tool
 
 app = phase_group("index", "Index phase: embed chunks and upsert them into the vector store.")
 
@@ -20,8 +20,8 @@ RunId = typer.Option(..., "--run-id", help="Run to work on ('latest' for the new
 
 
 def _run(run_id: str, runs_dir: Path | None) -> tuple[Path, str, Any]:
-    from indexfoundry.pipeline.runner import load_run_config
     from indexfoundry.storage.layout import RunLayout
+    from indexfoundry.storage.manifest import load_run_config
 
     root = api.runs_dir_for(runs_dir)
     rid = api.resolve_run_id(root, run_id)
@@ -121,7 +121,7 @@ def verify(
     json_out: bool = Json,
 ) -> None:
     """Compare the vector store's ids with the run's embeddings: missing and extra ids (exit 1 if any)."""
-    from indexfoundry.phases.index.tools import verify_run
+    from indexfoundry.app.tools.index import verify_run
 
     root = api.runs_dir_for(runs_dir)
     out = verify_run(api.resolve_run_id(root, run_id), root)

@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Serve every pipeline tool plus search_docs/get_page/get_section/list_pages to MCP clients."""
-        from indexfoundry.surfaces.mcp.docs_mode import default_docs_runs_dir
+        from indexfoundry.app.docs_index import default_docs_runs_dir
         from indexfoundry.surfaces.mcp.server import ServerOptions
         from indexfoundry.surfaces.mcp.transports import serve_http, serve_stdio
 

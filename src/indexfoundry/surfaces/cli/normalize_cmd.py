@@ -12,11 +12,11 @@ import yaml
 from pydantic import BaseModel
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import call_tool
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.surfaces.cli.options import Force, Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 from indexfoundry.surfaces.cli.phase_group import phase_group
-from indexfoundry.tools import call_tool
 
 app = phase_group("normalize", "Normalize phase: chunk, enrich and dedupe.")
 

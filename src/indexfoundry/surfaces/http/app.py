@@ -28,9 +28,9 @@ from indexfoundry import __version__
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import AllowedFilter, SearchFilter, SearchMode, SearchRequest, SearchResponse
-from indexfoundry.phases.serve.models import DocumentView, HealthView, StatsView
-from indexfoundry.phases.serve.views import document_view, stats_view
+from indexfoundry.models.serve import DocumentView, HealthView, StatsView
 from indexfoundry.retrieval.service import SearchService
+from indexfoundry.retrieval.views import document_view, stats_view
 from indexfoundry.surfaces.http.auth import KeyRing, Principal, auth_error, presented_key
 from indexfoundry.surfaces.http.errors import ErrorEnvelope, HttpProblem, install_error_handlers, retry_after_header
 from indexfoundry.surfaces.http.holder import ServiceHolder

@@ -14,8 +14,8 @@ from typing import Any
 import uuid6
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from indexfoundry.pipeline.clock import utc_now
 from indexfoundry.storage.atomic import append_ndjson
+from indexfoundry.storage.clock import utc_now
 from indexfoundry.surfaces.http.holder import ServiceHolder
 
 log = logging.getLogger("indexfoundry.http")

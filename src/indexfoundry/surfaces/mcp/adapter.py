@@ -35,12 +35,12 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
+from indexfoundry.app.tools.registry import ToolSpec
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.manifests import ToolError
 from indexfoundry.models.validation import validation_error
 from indexfoundry.surfaces.mcp.progress import McpProgress
 from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, guard_arguments
-from indexfoundry.tools import ToolSpec
 
 log = logging.getLogger("indexfoundry.mcp")
 

@@ -16,9 +16,9 @@ from pathlib import PurePosixPath
 from indexfoundry.errors import NotFound
 from indexfoundry.models.manifests import RunManifest
 from indexfoundry.models.records import ExtractedDocument, Heading
-from indexfoundry.pipeline.manifest import load_manifest
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest
 from indexfoundry.surfaces.mcp.security import resolve_in_run
 
 CRUMB_SEPARATOR = " > "

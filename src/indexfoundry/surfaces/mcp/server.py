@@ -23,12 +23,12 @@ from mcp.server.mcpserver.exceptions import ResourceError
 from mcp_types import Resource as MCPResource
 
 from indexfoundry import __version__
+from indexfoundry.app.docs_index import DocsIndex
+from indexfoundry.app.tools.registry import load_tools
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
-from indexfoundry.surfaces.mcp.docs_mode import DocsIndex
 from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunCache, RunSource
 from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, check_run_id, tokens_equal
-from indexfoundry.tools import load_tools
 
 log = logging.getLogger("indexfoundry.mcp")
 

@@ -19,10 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
-from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.phases.index.embedders import Vectors
-from indexfoundry.phases.index.stores import (
+from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.stores import (
     Compare,
     Filter,
     Logic,
@@ -37,6 +35,8 @@ from indexfoundry.phases.index.stores import (
     secret_env,
     with_namespace,
 )
+from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
+from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.hashing import sha256_text
 
 _NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")

@@ -17,10 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.errors import DbError
-from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.phases.index.embedders import Vectors
-from indexfoundry.phases.index.stores import (
+from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.stores import (
     Metadata,
     StoreHit,
     and_filters,
@@ -30,6 +28,8 @@ from indexfoundry.phases.index.stores import (
     parse_where,
     with_namespace,
 )
+from indexfoundry.errors import DbError
+from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.atomic import atomic_write_bytes, atomic_write_json, read_json
 from indexfoundry.storage.hashing import canonical_json, sha256_bytes
 

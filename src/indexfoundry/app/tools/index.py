@@ -15,13 +15,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import IndexConfig, RetryConfig, VectorDbConfig
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
 from indexfoundry.storage.atomic import atomic_write_json, iter_jsonl
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.tools import tool
 
 _UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 _DEFAULT_CHUNKS = "normalized/chunks.jsonl"
@@ -202,9 +202,9 @@ def index_embed(
 ) -> IndexEmbedOutput:
     """Generate embeddings with a pinned model for a run's chunks (through the embedding cache);
     writes indexed/embeddings.jsonl (chunk id, base64 float32 vector, model, dimensions)."""
+    from indexfoundry.backends.embedding.providers import resolve_embedder
     from indexfoundry.phases.index import embed_chunks
-    from indexfoundry.phases.index.embedders import resolve_embedder
-    from indexfoundry.pipeline.manifest import run_lock
+    from indexfoundry.storage.manifest import run_lock
 
     layout = _layout(payload.run_id, runs_dir)
     config = IndexConfig(
@@ -283,9 +283,9 @@ def index_upsert(
 ) -> IndexUpsertOutput:
     """Upsert a run's vectors into a vector database (chroma, local, qdrant, milvus), prune ids no
     longer in the run once at the end, and verify the store's ids against the run."""
+    from indexfoundry.backends.stores import open_store
     from indexfoundry.phases.index import upsert_chunks, vector_manifest
-    from indexfoundry.phases.index.stores import open_store
-    from indexfoundry.pipeline.manifest import run_lock
+    from indexfoundry.storage.manifest import run_lock
 
     if payload.provider in ("pinecone", "weaviate"):
         raise ConfigInvalid(
@@ -336,7 +336,7 @@ def index_upsert(
 def verify_run(run_id: str, runs_dir: str | Path | None = None) -> VerifyOutput:
     """Compare the run's vector store (as its config names it) with ``indexed/embeddings.jsonl``."""
     from indexfoundry.phases.index import open_run_store, verify_ids
-    from indexfoundry.pipeline.runner import load_run_config
+    from indexfoundry.storage.manifest import load_run_config
 
     layout = _layout(run_id, runs_dir)
     embeddings = _file(layout, _DEFAULT_EMBEDDINGS, f"Run 'indexfoundry index --run-id {run_id}' first")

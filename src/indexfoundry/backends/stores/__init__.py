@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from indexfoundry.backends.embedding.providers import Vectors
 from indexfoundry.errors import ConfigInvalid, DbError
 from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.phases.index.embedders import Vectors
 from indexfoundry.storage.layout import RunLayout
 
 Metadata = dict[str, str | int | float | bool]
@@ -237,23 +237,23 @@ def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
     """Open the configured store. Embedded stores live in the run unless a path/uri is configured."""
     conn = config.connection
     if config.provider == "chroma":
-        from indexfoundry.phases.index.stores.chroma import ChromaStore
+        from indexfoundry.backends.stores.chroma import ChromaStore
 
         return ChromaStore(config, layout.chroma_dir, layout.root)
     if config.provider == "local":
-        from indexfoundry.phases.index.stores.local import LocalStore
+        from indexfoundry.backends.stores.local import LocalStore
 
         return LocalStore(config, Path(conn["path"]) if conn.get("path") else layout.local_store_dir)
     if config.provider == "qdrant":
-        from indexfoundry.phases.index.stores.qdrant import QdrantStore
+        from indexfoundry.backends.stores.qdrant import QdrantStore
 
         return QdrantStore(config, layout.qdrant_dir)
     if config.provider == "milvus":
-        from indexfoundry.phases.index.stores.milvus import MilvusStore
+        from indexfoundry.backends.stores.milvus import MilvusStore
 
         return MilvusStore(config, layout.milvus_file)
     if config.provider == "pgvector":
-        from indexfoundry.phases.index.stores.pgvector import PgVectorStore
+        from indexfoundry.backends.stores.pgvector import PgVectorStore
 
         return PgVectorStore(config, layout.run_id)
     raise ConfigInvalid(
@@ -274,7 +274,7 @@ def release_run(config: VectorDbConfig, layout: RunLayout) -> bool:
     unless that table is the published index. True if something was dropped."""
     if config.provider != "pgvector":
         return False
-    from indexfoundry.phases.index.stores.pgvector import PgVectorStore
+    from indexfoundry.backends.stores.pgvector import PgVectorStore
 
     store = PgVectorStore(config, layout.run_id)
     try:

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from indexfoundry.errors import NotFound
 from indexfoundry.models.records import DocumentChunk, ExtractedDocument
-from indexfoundry.phases.serve.models import ChunkRef, DocumentView, StatsView
+from indexfoundry.models.serve import ChunkRef, DocumentView, StatsView
 from indexfoundry.retrieval.service import SearchService
 from indexfoundry.storage.atomic import iter_jsonl
 

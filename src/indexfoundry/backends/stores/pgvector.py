@@ -42,10 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
-from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.phases.index.embedders import Vectors
-from indexfoundry.phases.index.stores import (
+from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.stores import (
     Compare,
     Filter,
     Logic,
@@ -54,6 +52,8 @@ from indexfoundry.phases.index.stores import (
     model_mismatch,
     parse_where,
 )
+from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
+from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.hashing import sha256_text
 
 REGISTRY = "indexfoundry_tables"

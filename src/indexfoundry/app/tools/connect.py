@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 from pydantic import Field, field_validator
 
+from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import FetchFailed, IndexFoundryError
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import FolderSource, GlobalConfig, PipelineConfig
@@ -33,10 +34,9 @@ from indexfoundry.phases.connect.net import FetchPolicy
 from indexfoundry.phases.connect.pdf import pdf_info
 from indexfoundry.phases.connect.remote import RemoteConnector, load_raw_manifest
 from indexfoundry.phases.connect.url import UrlJob
-from indexfoundry.pipeline.clock import utc_now
 from indexfoundry.storage.atomic import atomic_write_jsonl
+from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.tools import tool
 
 _UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
@@ -233,7 +233,7 @@ class _RunSession:
         return str(self.layout.root / record.path)
 
     def previous_fetch(self, uri: str) -> str:
-        from indexfoundry.pipeline.manifest import load_manifest
+        from indexfoundry.storage.manifest import load_manifest
 
         phase = load_manifest(self.layout).phases.get("connect")
         times = phase.details.get("fetched_at", {}) if phase is not None else {}
@@ -246,8 +246,7 @@ def _session(run_id: str, runs_dir: str | Path | None) -> Iterator[_RunSession]:
     """Lock the run, hand out its records, then write the merged raw manifest and phase manifest."""
     from indexfoundry.api import runs_dir_for
     from indexfoundry.models.config import load_global_config
-    from indexfoundry.pipeline.manifest import run_lock
-    from indexfoundry.pipeline.runner import load_run_config
+    from indexfoundry.storage.manifest import load_run_config, run_lock
 
     glob = load_global_config()
     layout = RunLayout.existing(runs_dir_for(runs_dir, glob), run_id)
@@ -265,7 +264,7 @@ def _session(run_id: str, runs_dir: str | Path | None) -> Iterator[_RunSession]:
 
 
 def _commit(session: _RunSession) -> None:
-    from indexfoundry.pipeline.manifest import artifact_record, load_manifest, save_manifest
+    from indexfoundry.storage.manifest import artifact_record, load_manifest, save_manifest
 
     layout = session.layout
     for uri in session.removed:

@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.errors import EmbedError, missing_extra
-from indexfoundry.phases.index.embedders import (
+from indexfoundry.backends.embedding.providers import (
     LOCAL_MODEL_DIMENSIONS,
     LOCAL_MODEL_NAME,
     LOCAL_MODEL_SHA256,
@@ -38,6 +37,7 @@ from indexfoundry.phases.index.embedders import (
     _offline_env,
     local_model_path,
 )
+from indexfoundry.errors import EmbedError, missing_extra
 from indexfoundry.storage.hashing import sha256_file
 
 # Bump when the export or quantization settings change: it names a new cache file.

@@ -22,9 +22,9 @@ from pydantic import Field
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.base import Strict
 from indexfoundry.models.records import ExtractedDocument
-from indexfoundry.pipeline.manifest import load_manifest
 from indexfoundry.storage.atomic import atomic_write_text, iter_jsonl, read_json
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")

@@ -549,7 +549,7 @@ def resolve_embedder(spec: str, config: IndexConfig | None = None) -> Embedder:
                 f"local-int8 has {LOCAL_MODEL_DIMENSIONS} dimensions; index.dimensions={dims} is not supported",
                 suggestion="Remove index.dimensions",
             )
-        from indexfoundry.phases.index.onnx_int8 import Int8Embedder
+        from indexfoundry.backends.embedding.onnx_int8 import Int8Embedder
 
         return Int8Embedder()
     if spec == "hash" or spec.startswith("hash:"):

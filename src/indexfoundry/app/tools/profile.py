@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
+from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import (
@@ -26,7 +27,6 @@ from indexfoundry.models.retrieval import (
 )
 from indexfoundry.retrieval.filters import known_field
 from indexfoundry.storage.layout import RunLayout, resolve_runs_dir
-from indexfoundry.tools import tool
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
@@ -119,7 +119,8 @@ def index_build_profile(
     Records them in the run's config (serve section) and reruns the serve phase, which writes
     served/retrieval_profile.json and served/openapi.json; searches of the run follow it from then on."""
     from indexfoundry.models.config import GlobalConfig
-    from indexfoundry.pipeline.runner import execute, load_run_config
+    from indexfoundry.pipeline.runner import execute
+    from indexfoundry.storage.manifest import load_run_config
 
     layout = RunLayout.existing(resolve_runs_dir(runs_dir), payload.run_id)
     if not layout.vector_manifest.is_file():

@@ -24,20 +24,20 @@ import httpx
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeConfig, ServeEndpoint
 from indexfoundry.models.retrieval import RetrievalProfile
-from indexfoundry.phases.serve.models import (
+from indexfoundry.models.serve import (
     ServeOpenapiOutput,
     ServerInfo,
     ServerStatus,
     ServeStartOutput,
     ServeStopOutput,
 )
-from indexfoundry.pipeline.clock import utc_now
 from indexfoundry.pipeline.inuse import pid_alive
-from indexfoundry.pipeline.runner import load_run_config
 from indexfoundry.pipeline.runs import latest_run
 from indexfoundry.storage.atomic import atomic_write_json, dump_json, read_json
+from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_bytes
 from indexfoundry.storage.layout import RunLayout, server_pid_file, servers_dir
+from indexfoundry.storage.manifest import load_run_config
 
 STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0

@@ -13,13 +13,13 @@ from typing import Any, Literal
 from pydantic import Field
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import tool
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import PipelineConfig, parse_pipeline_config
 from indexfoundry.models.manifests import PipelineRunOutput
 from indexfoundry.pipeline.cleanup import RunCleanupOutput
 from indexfoundry.pipeline.diff import RunDiffOutput
 from indexfoundry.pipeline.runs import RunListItem, RunStatusOutput
-from indexfoundry.tools import tool
 
 
 class PipelineRunInput(PipelineConfig):

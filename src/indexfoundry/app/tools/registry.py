@@ -42,13 +42,13 @@ _REGISTRY: dict[str, ToolSpec] = {}
 
 # Modules that register tools when imported (kept explicit: no import-time scanning).
 TOOL_MODULES: tuple[str, ...] = (
-    "indexfoundry.phases.connect.tools",
-    "indexfoundry.phases.extract.tools",
-    "indexfoundry.phases.normalize.tools",
-    "indexfoundry.phases.index.tools",
-    "indexfoundry.phases.index.profile_tools",
-    "indexfoundry.phases.serve.tools",
-    "indexfoundry.pipeline.tools",
+    "indexfoundry.app.tools.connect",
+    "indexfoundry.app.tools.extract",
+    "indexfoundry.app.tools.normalize",
+    "indexfoundry.app.tools.index",
+    "indexfoundry.app.tools.profile",
+    "indexfoundry.app.tools.serve",
+    "indexfoundry.app.tools.runs",
 )
 
 F = TypeVar("F", bound=Callable[..., BaseModel])

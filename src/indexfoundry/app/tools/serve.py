@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from indexfoundry.app.tools.registry import tool
 from indexfoundry.models.config import RateLimitConfig
-from indexfoundry.phases.serve.models import ServeOpenapiInput, ServeOpenapiOutput, ServeStartInput, ServeStartOutput
-from indexfoundry.tools import tool
+from indexfoundry.models.serve import ServeOpenapiInput, ServeOpenapiOutput, ServeStartInput, ServeStartOutput
 
 
 def _runs_dir(context: dict[str, Any]) -> Path:

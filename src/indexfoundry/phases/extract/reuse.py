@@ -45,7 +45,7 @@ class _ExtractIndex:
 
 def _base_phase(base: RunLayout, name: str) -> PhaseManifest | None:
     from indexfoundry.errors import IndexFoundryError
-    from indexfoundry.pipeline.manifest import load_manifest
+    from indexfoundry.storage.manifest import load_manifest
 
     try:
         manifest = load_manifest(base)

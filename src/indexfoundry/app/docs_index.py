@@ -26,12 +26,11 @@ from typing import Any
 from indexfoundry import api
 from indexfoundry.errors import IndexFoundryError, RunLocked
 from indexfoundry.models.config import FolderSource, PipelineConfig
-from indexfoundry.pipeline.manifest import load_manifest
-from indexfoundry.pipeline.runner import frozen_config
 from indexfoundry.pipeline.runs import list_runs
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import frozen_config, load_manifest
 
 log = logging.getLogger("indexfoundry.mcp.docs")
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import ChunkStrategy, DedupeOptions, EnrichRules, NormalizeConfig
@@ -21,7 +22,6 @@ from indexfoundry.models.records import DocumentChunk, ExtractedDocument
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.tools import tool
 
 _UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 _DEFAULT_CHUNKS = "normalized/chunks.jsonl"
@@ -163,7 +163,7 @@ def _previous(path: Path) -> dict[str, Any]:
 def _record(layout: RunLayout, tool_name: str, key: str, written: list[Path], chunk_count: int) -> None:
     """Record the artifacts a tool wrote in the manifest's ``normalize`` entry (caller holds the lock)."""
     from indexfoundry.phases.normalize import NormalizePhase
-    from indexfoundry.pipeline.manifest import record_tool_artifacts
+    from indexfoundry.pipeline.session import record_tool_artifacts
 
     record_tool_artifacts(layout, NormalizePhase(), "extract", tool_name, key, written, chunk_count, layout.chunks)
 
@@ -205,7 +205,7 @@ def normalize_chunk(payload: NormalizeChunkInput, runs_dir: str | Path | None = 
     """Deterministic text chunking with multiple strategies (fixed_chars, by_paragraph, by_heading,
     by_page, by_sentence, recursive); writes normalized/chunks.jsonl with DocumentChunk records."""
     from indexfoundry.phases.normalize.build import chunk_documents, chunk_stats, chunker_config
-    from indexfoundry.pipeline.manifest import run_lock
+    from indexfoundry.storage.manifest import run_lock
 
     if payload.overlap_chars >= payload.max_chars:
         raise ConfigInvalid("overlap_chars must be smaller than max_chars", suggestion="Lower overlap_chars")
@@ -270,7 +270,7 @@ def normalize_enrich(
     """Rule-based metadata enrichment (no LLM): language (ISO 639-1), regex tags, section patterns,
     ISO 8601 dates and taxonomy tags, written into each chunk's metadata."""
     from indexfoundry.phases.normalize.enrich import compile_sections, compile_tags, enrich_chunks
-    from indexfoundry.pipeline.manifest import run_lock
+    from indexfoundry.storage.manifest import run_lock
 
     compile_tags(payload.rules)  # invalid regexes fail before any work
     compile_sections(payload.rules)
@@ -324,7 +324,7 @@ def normalize_dedupe(payload: NormalizeDedupeInput, runs_dir: str | Path | None 
     """Deterministic deduplication by exact text hash, simhash or minhash (datasketch LSH); the first
     chunk of each group in document order is kept; dedupe_report.json lists every removed chunk."""
     from indexfoundry.phases.normalize.dedupe import dedupe_chunks
-    from indexfoundry.pipeline.manifest import run_lock
+    from indexfoundry.storage.manifest import run_lock
 
     options = DedupeOptions(
         method=payload.method, similarity_threshold=payload.similarity_threshold, scope=payload.scope

@@ -20,16 +20,16 @@ from typing import Any, Literal
 from pydantic import Field
 
 from indexfoundry import __version__
+from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.records import ExtractedDocument, RawRecord
 from indexfoundry.phases.extract import ExtractedText, ExtractOptions, ExtractPhase, FormatHint
-from indexfoundry.pipeline.manifest import record_tool_artifacts
+from indexfoundry.pipeline.session import record_tool_artifacts
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json, sync_filesystem
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.tools import tool
 
 _UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
@@ -205,7 +205,7 @@ def _raw_record(layout: RunLayout, relative: str) -> tuple[RawRecord, Path]:
 
 
 def _run_config(layout: RunLayout, **extract: Any) -> PipelineConfig:
-    from indexfoundry.pipeline.runner import load_run_config
+    from indexfoundry.storage.manifest import load_run_config
 
     config = load_run_config(layout)
     return config.model_copy(update={"extract": config.extract.model_copy(update=extract)})
@@ -335,7 +335,7 @@ def _text_tool(
     extract: dict[str, Any],
     format_hint: FormatHint,
 ) -> tuple[dict[str, Any], bool]:
-    from indexfoundry.pipeline.manifest import run_lock
+    from indexfoundry.storage.manifest import run_lock
 
     layout = _layout(run_id, runs_dir)
     with run_lock(layout):
@@ -367,7 +367,7 @@ def extract_pdf(payload: ExtractPdfInput, runs_dir: str | Path | None = None, **
     a text layer are OCR'd automatically. Writes extracted/<sha256>.pages.jsonl and <sha256>.txt."""
     from indexfoundry.phases.base import package_version
     from indexfoundry.phases.extract.ocr import tesseract_version
-    from indexfoundry.pipeline.manifest import run_lock
+    from indexfoundry.storage.manifest import run_lock
 
     layout = _layout(payload.run_id, runs_dir)
     with run_lock(layout):

@@ -17,10 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.errors import DbError, missing_extra
-from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.phases.index.embedders import Vectors
-from indexfoundry.phases.index.stores import (
+from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.stores import (
     ABSENT,
     Compare,
     Filter,
@@ -34,6 +32,8 @@ from indexfoundry.phases.index.stores import (
     secret_env,
     with_namespace,
 )
+from indexfoundry.errors import DbError, missing_extra
+from indexfoundry.models.config import VectorDbConfig
 
 ID_KEY = "_id"
 TEXT_KEY = "_text"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexfoundry.phases.index.embedders import Vectors
+from indexfoundry.backends.embedding.providers import Vectors
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (

@@ -14,10 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.errors import ConfigInvalid, DbError
-from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.phases.index.embedders import Vectors
-from indexfoundry.phases.index.stores import (
+from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.stores import (
     NAMESPACE_KEY,
     Metadata,
     StoreHit,
@@ -28,6 +26,8 @@ from indexfoundry.phases.index.stores import (
     secret_env,
     with_namespace,
 )
+from indexfoundry.errors import ConfigInvalid, DbError
+from indexfoundry.models.config import VectorDbConfig
 
 # Most hits one query asks for while looking for top_k that pass the shared filter rule.
 MAX_LIMIT = 100000

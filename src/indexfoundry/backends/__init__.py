@@ -1,0 +1,4 @@
+"""Backends shared by the index phase and retrieval: embedding providers, vector stores, keyword index.
+
+A backend imports only ``storage``, ``models`` and ``errors``; never a phase, the pipeline or a surface.
+"""

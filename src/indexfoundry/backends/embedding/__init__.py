@@ -1,0 +1,1 @@
+"""Embedding providers (local, hash, OpenAI, Cohere, int8 ONNX) and the shared embedding cache."""
