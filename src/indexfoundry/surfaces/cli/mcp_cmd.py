@@ -77,6 +77,14 @@ def register(app: typer.Typer) -> None:
         allow_bind_hosts: list[str] = typer.Option(
             [], "--allow-bind-host", help="Address agents may bind the HTTP API to besides loopback (repeatable)."
         ),
+        libraries: list[str] = typer.Option(
+            [],
+            "--library",
+            help="Serve a library version: NAME@VERSION=RUN_ID|CONFIG|FOLDER (repeatable; only library tools).",
+        ),
+        libraries_file: Path | None = typer.Option(
+            None, "--libraries", help="libraries.yaml of library versions to serve (re-read when it changes)."
+        ),
     ) -> None:
         """Serve every pipeline tool plus search_docs/get_page/get_section/list_pages to MCP clients."""
         from indexfoundry.app.docs_index import default_docs_runs_dir
@@ -107,7 +115,11 @@ def register(app: typer.Typer) -> None:
             allowed_endpoints=tuple(allow_endpoints),
             allowed_bind_hosts=LOOPBACK_HOSTS | frozenset(h.strip("[]").lower() for h in allow_bind_hosts),
         ).with_env(allow_env)
+        from indexfoundry.surfaces.mcp.libraries import parse_library_flag
+
         options = ServerOptions(
+            libraries=[parse_library_flag(value) for value in libraries],
+            libraries_file=libraries_file.expanduser().resolve() if libraries_file is not None else None,
             runs_dir=root,
             run_id=run_id,
             docs=folder,

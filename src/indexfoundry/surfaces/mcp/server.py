@@ -27,6 +27,11 @@ from indexfoundry.app.docs_index import DocsIndex
 from indexfoundry.app.tools.registry import load_tools
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
+from indexfoundry.errors import ConfigInvalid, IndexFoundryError
+from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
+from indexfoundry.surfaces.mcp.docs_mode import DocsIndex
+from indexfoundry.surfaces.mcp.libraries import LibraryEntry, LibraryRegistry
+from indexfoundry.surfaces.mcp.library_tools import LibraryTools
 from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunCache, RunSource
 from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, check_run_id, tokens_equal
 
@@ -60,6 +65,9 @@ class ServerOptions:
     embedder: Any = None
     watch: bool = True
     progress: Any = None
+    # Multi-library mode: NAME@VERSION targets (flags) and/or a libraries.yaml (re-read on change).
+    libraries: list[LibraryEntry] = field(default_factory=list)
+    libraries_file: Path | None = None
 
 
 class IndexFoundryMCP(MCPServer[Any]):
@@ -109,7 +117,20 @@ def create_server(
     cache = RunCache(runs_dir, options.embedder)
     source: RunSource
     docs: DocsIndex | None = None
-    if options.docs is not None:
+    registry: LibraryRegistry | None = None
+    if options.libraries or options.libraries_file is not None:
+        if options.docs is not None:
+            raise ConfigInvalid("--docs and --library cannot be combined", suggestion="Serve the folder as a library")
+        registry = LibraryRegistry(
+            runs_dir,
+            options.libraries,
+            options.libraries_file,
+            embedding_model=options.embedding_model,
+            embedder=options.embedder,
+        )
+        cache = RunCache(runs_dir, options.embedder, size=64)
+        source = FixedRuns(runs_dir, options.run_id)
+    elif options.docs is not None:
         docs = DocsIndex(
             options.docs,
             runs_dir,
@@ -126,14 +147,23 @@ def create_server(
     context: dict[str, Any] = {"runs_dir": runs_dir}
     if options.embedder is not None:
         context["embedder"] = options.embedder
-    exposed: list[Exposed] = [from_spec(spec, context) for spec in load_tools().values()]
-    exposed.extend(retrieval.exposed())
+    exposed: list[Exposed]
+    if registry is not None:
+        # A docs server for agents: only the library tools (the listing stays small).
+        exposed = LibraryTools(registry, cache, retrieval).exposed()
+    else:
+        exposed = [from_spec(spec, context) for spec in load_tools().values()]
+        exposed.extend(retrieval.exposed())
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
         # Entered once per process (stdio, or the HTTP session manager), after stdio has
         # claimed stdout. The first build runs in the background so the client's initialize
         # is answered at once; the first query waits for it (the index lock).
+        if registry is not None:
+            threading.Thread(
+                target=_build_libraries, args=(registry,), name="indexfoundry-libraries-build", daemon=True
+            ).start()
         if docs is not None:
             threading.Thread(target=_initial_build, args=(docs,), name="indexfoundry-docs-build", daemon=True).start()
             if options.watch:
@@ -143,6 +173,8 @@ def create_server(
         finally:
             if docs is not None:
                 await anyio.to_thread.run_sync(docs.stop)
+            if registry is not None:
+                await anyio.to_thread.run_sync(registry.stop)
 
     server = IndexFoundryMCP(
         name="indexfoundry",
@@ -190,3 +222,12 @@ def _initial_build(docs: DocsIndex) -> None:
         log.info("serving docs run %s", run_id)
     except IndexFoundryError as error:
         log.error("indexing %s failed: %s", docs.folder, error.one_line())
+
+
+def _build_libraries(registry: LibraryRegistry) -> None:
+    """Build (or find) every library's run at start, so the first query does not wait."""
+    for library in registry.libraries():
+        try:
+            log.info("serving %s from run %s", library.label, library.run_id())
+        except IndexFoundryError as error:
+            log.error("library %s is not available: %s", library.label, error.one_line())

@@ -1,0 +1,326 @@
+"""Many libraries, many versions, one MCP server (``--library NAME@VERSION=TARGET``, ``libraries.yaml``).
+
+A library version is served from a *target*: a run id (served as is), a pipeline config file
+(built once with ``api.pipeline_run``; a completed run of the same config is reused), or a docs
+folder (docs mode: built, reused and kept fresh as ``--docs`` does). Versions are compared with
+``packaging``'s PEP 440 rules; a version that is not PEP 440 only matches exactly and sorts
+below the others. A version query is an exact version, ``latest``, ``18.x`` / ``18.*``, or a
+range (``>=18 <19``, ``>=18,<19``, ``~=18.2``), and picks the highest match.
+
+With a ``libraries.yaml``, the file is re-read whenever it changes (checked on every call):
+a library or version removed from it is no longer listed, searched or read.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import Field, ValidationError
+
+from indexfoundry import api
+from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
+from indexfoundry.models.base import Strict
+from indexfoundry.models.config import validation_error
+from indexfoundry.pipeline.manifest import load_manifest
+from indexfoundry.pipeline.runner import frozen_config
+from indexfoundry.pipeline.runs import list_runs
+from indexfoundry.storage.hashing import sha256_json
+from indexfoundry.storage.layout import RunLayout, is_run_id
+from indexfoundry.surfaces.mcp.docs_mode import DocsIndex
+
+_NAME = re.compile(r"^@?[A-Za-z0-9][A-Za-z0-9._/@+-]{0,127}$")
+LATEST = "latest"
+
+
+class LibraryEntry(Strict):
+    """One library version of a ``libraries.yaml``."""
+
+    name: str = Field(min_length=1, max_length=128, description="Library name, e.g. 'react'")
+    version: str = Field(min_length=1, max_length=64, description="Version, e.g. '18.3.1'")
+    source: str = Field(min_length=1, max_length=4096, description="Run id, pipeline config file or docs folder")
+
+
+class LibrariesFile(Strict):
+    """``libraries.yaml``: the libraries one server serves."""
+
+    libraries: list[LibraryEntry] = Field(default_factory=list, description="Library versions served")
+
+
+def parse_library_flag(value: str) -> LibraryEntry:
+    """``NAME@VERSION=TARGET`` (the name may itself contain '@', as in '@types/node@20=...')."""
+    spec, sep, target = value.partition("=")
+    name, at, version = spec.rpartition("@")
+    if not sep or not at or not name or not version or not target:
+        raise ConfigInvalid(
+            f"--library '{value}' is not NAME@VERSION=RUN_OR_CONFIG",
+            suggestion="e.g. --library react@18.3.1=./react-18.yaml (a run id, a config file or a docs folder)",
+        )
+    return _entry({"name": name.strip(), "version": version.strip(), "source": target.strip()}, "--library")
+
+
+def _entry(data: dict[str, Any], what: str) -> LibraryEntry:
+    try:
+        entry = LibraryEntry.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, what) from None
+    if not _NAME.match(entry.name) or not _NAME.match(entry.version):
+        raise ConfigInvalid(
+            f"{what}: '{entry.name}@{entry.version}' has characters a library name or version cannot have",
+            suggestion="Use letters, digits and . _ - / @",
+        )
+    return entry
+
+
+def read_libraries_file(path: Path) -> list[LibraryEntry]:
+    """The entries of a ``libraries.yaml`` (relative sources are relative to the file)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigInvalid(f"cannot read {path}: {' '.join(str(exc).split())}", suggestion="Check the file") from None
+    try:
+        parsed = LibrariesFile.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, str(path)) from None
+    out = []
+    for item in parsed.libraries:
+        entry = _entry(item.model_dump(), str(path))
+        if not is_run_id(entry.source):
+            entry.source = str((path.parent / entry.source).expanduser().resolve())
+        out.append(entry)
+    return out
+
+
+# ---------------------------------------------------------------- versions
+def _version(value: str) -> Version | None:
+    try:
+        return Version(value)
+    except InvalidVersion:
+        return None
+
+
+def version_order(value: str) -> tuple[int, Any]:
+    """Sort key: PEP 440 versions by their order, above non-PEP 440 ones (by text)."""
+    parsed = _version(value)
+    return (1, parsed) if parsed is not None else (0, value)
+
+
+def _specifier(query: str) -> SpecifierSet | None:
+    text = query.strip()
+    wildcard = re.fullmatch(r"(\d+(?:\.\d+)*)\.(?:x|\*)", text, re.IGNORECASE)
+    if wildcard:
+        text = f"=={wildcard.group(1)}.*"
+    elif not re.match(r"^(==|!=|<=|>=|<|>|~=)", text):
+        return None
+    text = re.sub(r"\s*,\s*|\s+(?=(==|!=|<=|>=|<|>|~=))", ",", text)
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise ConfigInvalid(
+            f"version '{query}' is not a version or a range",
+            suggestion="Use an exact version, 'latest', '18.x' or a range like '>=18 <19'",
+        ) from None
+
+
+def pick_version(versions: list[str], query: str | None) -> str | None:
+    """The highest of ``versions`` matching ``query`` (None or 'latest': the highest)."""
+    ordered = sorted(versions, key=version_order, reverse=True)
+    if query is None or query.strip().lower() == LATEST:
+        return ordered[0] if ordered else None
+    wanted = query.strip()
+    exact = _version(wanted)
+    for candidate in ordered:
+        parsed = _version(candidate)
+        if candidate == wanted or (exact is not None and parsed is not None and parsed == exact):
+            return candidate
+    specifier = _specifier(wanted)
+    if specifier is None:
+        return None
+    for candidate in ordered:
+        parsed = _version(candidate)
+        if parsed is not None and specifier.contains(parsed, prereleases=True):
+            return candidate
+    return None
+
+
+# ---------------------------------------------------------------- serving
+@dataclass
+class Library:
+    """One served library version and how its run is found."""
+
+    entry: LibraryEntry
+    runs_dir: Path
+    embedding_model: str
+    embedder: Any = None
+    progress: Any = None
+    _run_id: str | None = None
+    _docs: DocsIndex | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def version(self) -> str:
+        return self.entry.version
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def run_id(self) -> str:
+        """The run serving this version (built on first use for a config or a folder)."""
+        with self._lock:
+            target = self.entry.source
+            if is_run_id(target):
+                RunLayout.existing(self.runs_dir, target)
+                return target
+            path = Path(target)
+            if path.is_dir():
+                if self._docs is None:
+                    self._docs = DocsIndex(
+                        path, self.runs_dir, embedding_model=self.embedding_model, embedder=self.embedder
+                    )
+                return self._docs.ensure_fresh()
+            if self._run_id is None:
+                self._run_id = self._build(path)
+            return self._run_id
+
+    def _build(self, path: Path) -> str:
+        if not path.is_file():
+            raise ConfigInvalid(
+                f"library {self.label}: '{path}' is not a run id, a config file or a folder",
+                suggestion="Pass a run id of the runs folder, a pipeline config file or a docs folder",
+            )
+        config = api.load_config(path)
+        config_hash = sha256_json(frozen_config(config))
+        for item in list_runs(self.runs_dir, limit=100_000):
+            if item.status not in ("completed", "partial"):
+                continue
+            try:
+                manifest = load_manifest(RunLayout(self.runs_dir / item.run_id))
+            except (IndexFoundryError, OSError, ValueError):
+                continue
+            index = manifest.phases.get("index")
+            if manifest.config_hash == config_hash and index is not None and index.status == "completed":
+                return item.run_id
+        out = api.pipeline_run(config, runs_dir=self.runs_dir, embedder=self.embedder, progress=self.progress)
+        if out.status not in ("completed", "partial"):
+            raise IndexFoundryError(
+                f"building library {self.label} from {path} failed (run {out.run_id})",
+                code="INTERNAL_ERROR",
+                recoverable=True,
+                suggestion=f"See 'indexfoundry run status {out.run_id}'",
+            )
+        return out.run_id
+
+    def stop(self) -> None:
+        if self._docs is not None:
+            self._docs.stop()
+
+
+class LibraryRegistry:
+    """The libraries a server serves: from ``--library`` flags and/or a ``libraries.yaml``."""
+
+    def __init__(
+        self,
+        runs_dir: Path,
+        entries: list[LibraryEntry] | None = None,
+        file: Path | None = None,
+        *,
+        embedding_model: str = "local",
+        embedder: Any = None,
+    ) -> None:
+        self.runs_dir = runs_dir
+        self.fixed = list(entries or [])
+        self.file = file.resolve() if file is not None else None
+        self.embedding_model = embedding_model
+        self.embedder = embedder
+        self._stamp: tuple[int, int] | None = None
+        self._libraries: dict[tuple[str, str], Library] = {}
+        self._lock = threading.Lock()
+        self._reload(force=True)
+
+    def _reload(self, force: bool = False) -> None:
+        stamp = None
+        if self.file is not None:
+            try:
+                info = self.file.stat()
+            except OSError:
+                raise ConfigInvalid(f"libraries file {self.file} is missing", suggestion="Restore it") from None
+            stamp = (info.st_mtime_ns, info.st_size)
+        if not force and stamp == self._stamp:
+            return
+        entries = [*self.fixed, *(read_libraries_file(self.file) if self.file is not None else [])]
+        wanted: dict[tuple[str, str], LibraryEntry] = {}
+        for entry in entries:
+            key = (entry.name, entry.version)
+            if key in wanted:
+                raise ConfigInvalid(
+                    f"library {entry.name}@{entry.version} is listed twice", suggestion="Keep one entry per version"
+                )
+            wanted[key] = entry
+        if not wanted:
+            raise ConfigInvalid("no libraries to serve", suggestion="Add --library NAME@VERSION=TARGET or entries")
+        current = self._libraries
+        kept: dict[tuple[str, str], Library] = {}
+        for key, entry in wanted.items():
+            old = current.get(key)
+            if old is not None and old.entry == entry:
+                kept[key] = old
+            else:
+                kept[key] = Library(entry, self.runs_dir, self.embedding_model, self.embedder)
+        for key, old in current.items():
+            if kept.get(key) is not old:
+                old.stop()  # removed (or re-pointed): nothing of it is served any more
+        self._libraries = kept
+        self._stamp = stamp
+
+    def libraries(self) -> list[Library]:
+        """Every served library version, by name then version (newest first)."""
+        with self._lock:
+            self._reload()
+            items = list(self._libraries.values())
+        by_name = sorted(items, key=lambda lib: version_order(lib.version), reverse=True)
+        return sorted(by_name, key=lambda lib: lib.name)
+
+    def names(self) -> list[str]:
+        return sorted({lib.name for lib in self.libraries()})
+
+    def resolve(self, name: str, version: str | None) -> Library:
+        """The library version ``name``/``version`` names (see :func:`pick_version`)."""
+        candidates = [lib for lib in self.libraries() if lib.name == name]
+        if not candidates:
+            raise NotFound(
+                f"no library '{name}' on this server",
+                suggestion="Libraries: " + ", ".join(self.names()) + " (call list_libraries)",
+            )
+        chosen = pick_version([lib.version for lib in candidates], version)
+        if chosen is None:
+            raise NotFound(
+                f"library '{name}' has no version matching '{version}'",
+                suggestion="Versions: " + ", ".join(lib.version for lib in candidates),
+            )
+        return next(lib for lib in candidates if lib.version == chosen)
+
+    def latest_each(self, version: str | None = None) -> list[Library]:
+        """For each library, the version ``version`` picks (libraries without a match left out)."""
+        out = []
+        for name in self.names():
+            try:
+                out.append(self.resolve(name, version))
+            except NotFound:
+                continue
+        return out
+
+    def stop(self) -> None:
+        with self._lock:
+            for lib in self._libraries.values():
+                lib.stop()

@@ -1,0 +1,298 @@
+"""The agent tools of a multi-library server: ``list_libraries``, and ``search_docs``,
+``get_page``, ``get_section``, ``list_pages`` taking a library and a version (or range).
+
+A search without a library searches every library (each at the version ``version`` picks,
+default the latest) and labels every result with its library and version; results are merged
+by score. Descriptions are kept short: the tool listing is part of every agent's context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from indexfoundry.models.base import Strict
+from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest
+from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
+from indexfoundry.surfaces.mcp.libraries import Library, LibraryRegistry
+from indexfoundry.surfaces.mcp.retrieval import (
+    GetPageInput,
+    GetSectionInput,
+    ListPagesInput,
+    ListPagesOutput,
+    PageOutput,
+    RetrievalTools,
+    RunCache,
+    SectionOutput,
+)
+
+_LIB = "Library name (list_libraries)"
+_VERSION = "Exact version, 'latest' (default), '18.x' or a range like '>=18 <19'"
+
+
+class LibraryVersion(Strict):
+    name: str = Field(description="Library name")
+    version: str = Field(description="Version")
+    latest: bool = Field(description="The newest version of the library")
+    run_id: str = Field(description="Run serving it")
+    indexed_at: str | None = Field(default=None, description="When that run was indexed")
+    pages: int = Field(description="Pages (documents)")
+
+
+class ListLibrariesInput(Strict):
+    """Arguments of ``list_libraries``."""
+
+    name: str | None = Field(default=None, max_length=128, description="Only this library")
+
+
+class ListLibrariesOutput(Strict):
+    libraries: list[LibraryVersion] = Field(description="Library versions, by name, newest first")
+
+
+class LibrarySearchInput(Strict):
+    """Arguments of ``search_docs`` on a multi-library server."""
+
+    query: str = Field(min_length=1, max_length=4096, description="What to look for")
+    library: str | None = Field(default=None, max_length=128, description="Library to search; default: all")
+    version: str | None = Field(default=None, max_length=64, description=_VERSION)
+    top_k: int = Field(default=5, ge=1, le=50, description="Number of results")
+    mode: SearchMode | None = Field(default=None, description="semantic, keyword or hybrid")
+    filters: list[SearchFilter] = Field(default_factory=list, description="Metadata filters (ANDed)")
+    max_chars: int = Field(default=8000, ge=500, le=100_000, description="Budget for the result texts")
+
+
+class LibraryHit(Strict):
+    rank: int = Field(description="1-based rank; text block [rank] holds the chunk")
+    library: str = Field(description="Library of the result")
+    version: str = Field(description="Version of the library")
+    path: str = Field(description="Page path (for get_page / get_section)")
+    breadcrumb: str | None = Field(default=None, description="Heading breadcrumb")
+    score: float = Field(description="Score, higher is better")
+    chunk_id: str = Field(description="Chunk id")
+    chars: int = Field(description="Characters of text included")
+    cut: bool = Field(default=False, description="Text shortened to fit the budget")
+
+
+class Searched(Strict):
+    library: str = Field(description="Library")
+    version: str = Field(description="Version searched")
+    run_id: str = Field(description="Run searched")
+    indexed_at: str | None = Field(default=None, description="When it was indexed")
+
+
+class LibrarySearchOutput(Strict):
+    query: str = Field(description="The query")
+    searched: list[Searched] = Field(description="Library versions searched")
+    results: list[LibraryHit] = Field(description="Results, best first")
+    returned_chars: int = Field(description="Characters of chunk text in the answer")
+    omitted: int = Field(default=0, description="Results left out to stay within max_chars")
+
+
+class LibraryPageInput(Strict):
+    """Arguments of ``get_page``."""
+
+    library: str = Field(min_length=1, max_length=128, description=_LIB)
+    version: str | None = Field(default=None, max_length=64, description=_VERSION)
+    path: str = Field(min_length=1, max_length=2048, description="Page path from search_docs / list_pages")
+    offset: int = Field(default=0, ge=0, description="First character to return")
+    max_chars: int = Field(default=100_000, ge=1000, le=1_000_000, description="Most characters returned")
+
+
+class LibrarySectionInput(Strict):
+    """Arguments of ``get_section``."""
+
+    library: str = Field(min_length=1, max_length=128, description=_LIB)
+    version: str | None = Field(default=None, max_length=64, description=_VERSION)
+    path: str = Field(min_length=1, max_length=2048, description="Page path")
+    heading: str = Field(min_length=1, max_length=1024, description="Heading text or breadcrumb 'A > B'")
+
+
+class LibraryListPagesInput(Strict):
+    """Arguments of ``list_pages``."""
+
+    library: str = Field(min_length=1, max_length=128, description=_LIB)
+    version: str | None = Field(default=None, max_length=64, description=_VERSION)
+    prefix: str | None = Field(default=None, max_length=2048, description="Only paths starting with this")
+    offset: int = Field(default=0, ge=0, description="Pages to skip")
+    limit: int = Field(default=200, ge=1, le=2000, description="Most pages listed")
+
+
+class Labeled(Strict):
+    library: str = Field(description="Library")
+    version: str = Field(description="Version")
+
+
+class LibraryPageOutput(PageOutput, Labeled):
+    """``get_page`` answer (text part: the page)."""
+
+
+class LibrarySectionOutput(SectionOutput, Labeled):
+    """``get_section`` answer (text part: the section)."""
+
+
+class LibraryListPagesOutput(ListPagesOutput, Labeled):
+    """``list_pages`` answer."""
+
+
+class LibraryTools:
+    """The library-aware retrieval tools over a registry."""
+
+    def __init__(self, registry: LibraryRegistry, cache: RunCache, retrieval: RetrievalTools) -> None:
+        self.registry = registry
+        self.cache = cache
+        self.retrieval = retrieval
+
+    def list_libraries(self, payload: ListLibrariesInput) -> ListLibrariesOutput:
+        """Every library version served, with its run, indexing time and page count."""
+        out = []
+        seen: set[str] = set()
+        for lib in self.registry.libraries():
+            if payload.name is not None and lib.name != payload.name:
+                continue
+            view = self.cache.view(lib.run_id())
+            out.append(
+                LibraryVersion(
+                    name=lib.name,
+                    version=lib.version,
+                    latest=lib.name not in seen,
+                    run_id=view.run_id,
+                    indexed_at=view.indexed_at,
+                    pages=len(view.documents),
+                )
+            )
+            seen.add(lib.name)
+        return ListLibrariesOutput(libraries=out)
+
+    def search_docs(self, payload: LibrarySearchInput) -> TextAnswer:
+        """Search one library (or all), labelling each result with its library and version."""
+        if payload.library is not None:
+            libraries = [self.registry.resolve(payload.library, payload.version)]
+        else:
+            libraries = self.registry.latest_each(payload.version)
+        searched: list[Searched] = []
+        found: list[tuple[float, str, int, Library, Any]] = []
+        for lib in libraries:
+            service = self.cache.service(lib.run_id())
+            offered = service.profile.retrieval_config.search_modes
+            mode: SearchMode = (
+                payload.mode if payload.mode in offered else ("hybrid" if "hybrid" in offered else offered[0])
+            )
+            request = SearchRequest(query=payload.query, top_k=payload.top_k, mode=mode, filters=payload.filters)
+            response = service.search(request)
+            searched.append(
+                Searched(library=lib.name, version=lib.version, run_id=response.run_id, indexed_at=response.indexed_at)
+            )
+            for order, result in enumerate(response.results):
+                found.append((-result.score, lib.label, order, lib, result))
+        found.sort(key=lambda item: item[:3])
+        hits: list[LibraryHit] = []
+        where = ", ".join(f"{s.library}@{s.version} (run {s.run_id}, indexed {s.indexed_at})" for s in searched)
+        texts = [f"Searched {where}: {min(len(found), payload.top_k)} result(s) for {payload.query!r}."]
+        budget = payload.max_chars
+        omitted = 0
+        for rank, (_, _, _, lib, result) in enumerate(found[: payload.top_k], start=1):
+            if budget < 200 and hits:
+                omitted += 1
+                continue
+            text = result.text
+            cut = len(text) > budget
+            if cut:
+                text = text[: max(budget - 1, 0)].rstrip() + "…"
+            budget -= len(text)
+            crumb = result.breadcrumb or result.metadata.heading_path or result.position.section
+            path = result.source.uri + (f"#{result.source.record_id}" if result.source.record_id else "")
+            hits.append(
+                LibraryHit(
+                    rank=rank,
+                    library=lib.name,
+                    version=lib.version,
+                    path=path,
+                    breadcrumb=crumb,
+                    score=result.score,
+                    chunk_id=result.chunk_id,
+                    chars=len(text),
+                    cut=cut,
+                )
+            )
+            place = f"{lib.label} · {path}" + (f" › {crumb}" if crumb else "")
+            texts.append(f"[{rank}] {place} (score {result.score:.3f})\n\n{text}")
+        structured = LibrarySearchOutput(
+            query=payload.query,
+            searched=searched,
+            results=hits,
+            returned_chars=sum(h.chars for h in hits),
+            omitted=omitted,
+        )
+        return TextAnswer(structured=structured, texts=texts)
+
+    def get_page(self, payload: LibraryPageInput) -> TextAnswer:
+        """A whole page of a library version."""
+        lib = self.registry.resolve(payload.library, payload.version)
+        answer = self.retrieval.get_page(
+            GetPageInput(path=payload.path, run_id=lib.run_id(), offset=payload.offset, max_chars=payload.max_chars)
+        )
+        data = answer.structured.model_dump()
+        return TextAnswer(LibraryPageOutput(**data, library=lib.name, version=lib.version), answer.texts)
+
+    def get_section(self, payload: LibrarySectionInput) -> TextAnswer:
+        """One section of a page of a library version."""
+        lib = self.registry.resolve(payload.library, payload.version)
+        answer = self.retrieval.get_section(
+            GetSectionInput(path=payload.path, heading=payload.heading, run_id=lib.run_id())
+        )
+        data = answer.structured.model_dump()
+        return TextAnswer(LibrarySectionOutput(**data, library=lib.name, version=lib.version), answer.texts)
+
+    def list_pages(self, payload: LibraryListPagesInput) -> LibraryListPagesOutput:
+        """The pages of a library version."""
+        lib = self.registry.resolve(payload.library, payload.version)
+        listed = self.retrieval.list_pages(
+            ListPagesInput(run_id=lib.run_id(), prefix=payload.prefix, offset=payload.offset, limit=payload.limit)
+        )
+        return LibraryListPagesOutput(**listed.model_dump(), library=lib.name, version=lib.version)
+
+    def exposed(self) -> list[Exposed]:
+        common: dict[str, Any] = {
+            "read_only": True,
+            "destructive": False,
+            "idempotent": True,
+            "open_world": False,
+            "guard_paths": False,
+        }
+        tools: list[tuple[str, str, type[BaseModel], type[BaseModel], Callable[..., BaseModel | TextAnswer]]] = [
+            (
+                "list_libraries",
+                "List the libraries and versions served.",
+                ListLibrariesInput,
+                ListLibrariesOutput,
+                self.list_libraries,
+            ),
+            (
+                "search_docs",
+                "Search library docs (one library, or all: each result names its library and version).",
+                LibrarySearchInput,
+                LibrarySearchOutput,
+                self.search_docs,
+            ),
+            ("get_page", "Get a page of a library version.", LibraryPageInput, LibraryPageOutput, self.get_page),
+            (
+                "get_section",
+                "Get a section of a page by heading or breadcrumb.",
+                LibrarySectionInput,
+                LibrarySectionOutput,
+                self.get_section,
+            ),
+            (
+                "list_pages",
+                "List the pages of a library version.",
+                LibraryListPagesInput,
+                LibraryListPagesOutput,
+                self.list_pages,
+            ),
+        ]
+        return [
+            Exposed(name=name, description=text, input_model=model, output_model=output, call=call, **common)
+            for name, text, model, output, call in tools
+        ]

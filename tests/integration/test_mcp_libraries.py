@@ -1,0 +1,145 @@
+"""Many libraries, many versions, one MCP server: the real CLI over stdio and in process,
+with the official SDK client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client import Client
+
+from indexfoundry import api
+from indexfoundry.surfaces.mcp import ServerOptions, create_server
+from tests.conftest import write_tree
+from tests.integration.mcp_support import error_code, server_env, stdio_session, structured, texts
+
+TOOLS = {"list_libraries", "search_docs", "get_page", "get_section", "list_pages"}
+LISTING_BUDGET = 8000  # the docs-mode tool listing budget (issue 14)
+
+
+def _docs(root: Path, library: str, version: str) -> Path:
+    return write_tree(
+        root / f"{library}-{version}",
+        {
+            "install.md": (
+                f"# Installing {library}\n\n## Requirements\n\n{library} {version} needs a calibrated flux sprocket "
+                f"and the {library}-{version} installer.\n\n## Steps\n\nRun the {library} {version} installer twice.\n"
+            ),
+            "usage.md": f"# Using {library}\n\nCall {library}.start() from your code ({library} version {version}).\n",
+        },
+    )
+
+
+def _config(folder: Path) -> dict[str, Any]:
+    return {
+        "connect": {"sources": [{"type": "folder", "path": str(folder), "glob": "**/*.md"}]},
+        "normalize": {"chunk_strategy": "by_heading"},
+        "index": {"embedding_model": "hash"},
+    }
+
+
+def test_two_libraries_with_two_versions_each_are_served_with_versions_ranges_and_labels(tmp_path: Path):
+    runs = tmp_path / "runs"
+    widget_cfg = tmp_path / "widget-2.0.json"
+    widget_cfg.write_text(json.dumps(_config(_docs(tmp_path, "widget", "2.0"))), encoding="utf-8")
+    gadget_run = api.pipeline_run(_config(_docs(tmp_path, "gadget", "1.4")), runs_dir=runs).run_id
+    flags = [
+        f"--library=widget@1.0={_docs(tmp_path, 'widget', '1.0')}",  # a docs folder
+        f"--library=widget@2.0={widget_cfg}",  # a pipeline config
+        f"--library=gadget@1.4={gadget_run}",  # a run id
+        f"--library=gadget@2.1={_docs(tmp_path, 'gadget', '2.1')}",
+    ]
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        args = ["--runs-dir", str(runs), "--embedding-model", "hash", *flags]
+        async with stdio_session(*args, cwd=tmp_path, env=server_env()) as session:
+            listing = await session.list_tools()
+            out["tools"] = {tool.name for tool in listing.tools}
+            # What an agent's context holds: names, descriptions, input schemas, annotations (output
+            # schemas are not listed to agents once issue 14's compact listing lands).
+            out["listing_chars"] = sum(
+                len(json.dumps(t.model_dump(mode="json", exclude_none=True, exclude={"output_schema"})))
+                for t in listing.tools
+            )
+            out["libraries"] = structured(await session.call_tool("list_libraries", {}))["libraries"]
+            query = {"query": "installer flux sprocket requirements"}
+            for version in ("1.x", ">=1 <2", "latest", "2", "1.0"):
+                result = await session.call_tool("search_docs", {**query, "library": "widget", "version": version})
+                out[f"widget {version}"] = structured(result)
+            out["all"] = await session.call_tool("search_docs", {**query, "top_k": 10})
+            out["page"] = await session.call_tool(
+                "get_page", {"library": "gadget", "version": "1.x", "path": "gadget-1.4/install.md"}
+            )
+            out["section"] = await session.call_tool(
+                "get_section", {"library": "gadget", "path": "gadget-2.1/install.md", "heading": "Steps"}
+            )
+            out["pages"] = structured(await session.call_tool("list_pages", {"library": "widget", "version": "2.0"}))
+            out["no library"] = error_code(await session.call_tool("search_docs", {**query, "library": "nope"}))
+            out["no version"] = error_code(
+                await session.call_tool("search_docs", {**query, "library": "gadget", "version": "9.x"})
+            )
+        return out
+
+    out = anyio.run(main)
+    assert out["tools"] == TOOLS
+    assert out["listing_chars"] <= LISTING_BUDGET
+    listed = [(lib["name"], lib["version"], lib["latest"], lib["pages"]) for lib in out["libraries"]]
+    assert listed == [
+        ("gadget", "2.1", True, 2),
+        ("gadget", "1.4", False, 2),
+        ("widget", "2.0", True, 2),
+        ("widget", "1.0", False, 2),
+    ]
+    assert next(lib["run_id"] for lib in out["libraries"] if lib["version"] == "1.4") == gadget_run
+    for version, expected in (("1.x", "1.0"), (">=1 <2", "1.0"), ("latest", "2.0"), ("2", "2.0"), ("1.0", "1.0")):
+        answer = out[f"widget {version}"]
+        assert [s["version"] for s in answer["searched"]] == [expected], version
+        assert answer["results"] and {(r["library"], r["version"]) for r in answer["results"]} == {("widget", expected)}
+    everything = structured(out["all"])
+    assert [(s["library"], s["version"]) for s in everything["searched"]] == [("gadget", "2.1"), ("widget", "2.0")]
+    assert {(r["library"], r["version"]) for r in everything["results"]} == {("gadget", "2.1"), ("widget", "2.0")}
+    assert all(
+        f"{r['library']}@{r['version']} · {r['path']}" in "\n".join(texts(out["all"])) for r in everything["results"]
+    )
+    page = structured(out["page"])
+    assert (page["library"], page["version"], page["run_id"]) == ("gadget", "1.4", gadget_run)
+    assert "gadget 1.4 needs a calibrated flux sprocket" in "\n".join(texts(out["page"]))
+    assert structured(out["section"])["version"] == "2.1"
+    assert "Run the gadget 2.1 installer twice." in "\n".join(texts(out["section"]))
+    assert [p["path"] for p in out["pages"]["pages"]] == ["widget-2.0/install.md", "widget-2.0/usage.md"]
+    assert out["no library"] == "NOT_FOUND" and out["no version"] == "NOT_FOUND"
+
+
+def test_a_library_removed_from_libraries_yaml_is_no_longer_served(tmp_path: Path, runs_dir: Path):
+    one = api.pipeline_run(_config(_docs(tmp_path, "widget", "1.0")), runs_dir=runs_dir).run_id
+    two = api.pipeline_run(_config(_docs(tmp_path, "widget", "2.0")), runs_dir=runs_dir).run_id
+    spec = tmp_path / "libraries.yaml"
+    spec.write_text(
+        "libraries:\n"
+        f"  - {{name: widget, version: '1.0', source: {one}}}\n"
+        f"  - {{name: widget, version: '2.0', source: {two}}}\n",
+        encoding="utf-8",
+    )
+    server, _ = create_server(ServerOptions(runs_dir=runs_dir, libraries_file=spec, embedding_model="hash"))
+
+    async def main() -> tuple[Any, ...]:
+        async with Client(server) as client:
+            before = await client.call_tool("list_libraries", {})
+            latest = await client.call_tool("search_docs", {"query": "installer", "library": "widget"})
+            spec.write_text(f"libraries:\n  - {{name: widget, version: '1.0', source: {one}}}\n", encoding="utf-8")
+            after = await client.call_tool("list_libraries", {})
+            now_latest = await client.call_tool("search_docs", {"query": "installer", "library": "widget"})
+            gone = await client.call_tool(
+                "get_page", {"library": "widget", "version": "2.0", "path": "widget-2.0/install.md"}
+            )
+            return before, latest, after, now_latest, gone
+
+    before, latest, after, now_latest, gone = anyio.run(main)
+    assert [lib["version"] for lib in structured(before)["libraries"]] == ["2.0", "1.0"]
+    assert structured(latest)["searched"][0]["version"] == "2.0"
+    assert [lib["version"] for lib in structured(after)["libraries"]] == ["1.0"]
+    assert structured(now_latest)["searched"][0]["run_id"] == one
+    assert error_code(gone) == "NOT_FOUND"

@@ -1,0 +1,48 @@
+"""Library versions: flag parsing and version queries (exact, latest, wildcards, ranges)."""
+
+from __future__ import annotations
+
+import pytest
+
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.surfaces.mcp.libraries import parse_library_flag, pick_version
+
+VERSIONS = ["17.0.2", "18.2.0", "18.3.1", "19.0.0rc1", "nightly"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (None, "19.0.0rc1"),
+        ("latest", "19.0.0rc1"),
+        ("18.2.0", "18.2.0"),
+        ("18.2", "18.2.0"),  # PEP 440: 18.2 == 18.2.0
+        ("18.x", "18.3.1"),
+        ("18.*", "18.3.1"),
+        ("17.x", "17.0.2"),
+        (">=18 <19", "18.3.1"),
+        (">=18,<18.3", "18.2.0"),
+        ("~=18.2", "18.3.1"),
+        ("<18", "17.0.2"),
+        ("nightly", "nightly"),
+        ("20.x", None),
+        ("16.0", None),
+    ],
+)
+def test_a_version_query_picks_the_highest_matching_version(query: str | None, expected: str | None):
+    assert pick_version(VERSIONS, query) == expected
+
+
+def test_a_query_that_is_neither_a_version_nor_a_range_is_config_invalid():
+    with pytest.raises(IndexFoundryError) as caught:
+        pick_version(VERSIONS, ">=banana")
+    assert caught.value.code == "CONFIG_INVALID"
+
+
+def test_library_flags_split_name_version_and_target_even_for_scoped_names():
+    entry = parse_library_flag("@types/node@20.1=./node.yaml")
+    assert (entry.name, entry.version, entry.source) == ("@types/node", "20.1", "./node.yaml")
+    for bad in ("react=./x.yaml", "react@18.3", "@18=./x", "react@=./x", "re act@1=./x"):
+        with pytest.raises(IndexFoundryError) as caught:
+            parse_library_flag(bad)
+        assert caught.value.code == "CONFIG_INVALID"
