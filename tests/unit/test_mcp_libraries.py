@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from indexfoundry.app.libraries import parse_library_flag, pick_version
 from indexfoundry.errors import IndexFoundryError
-from indexfoundry.surfaces.mcp.libraries import parse_library_flag, pick_version
 
 VERSIONS = ["17.0.2", "18.2.0", "18.3.1", "19.0.0rc1", "nightly"]
 

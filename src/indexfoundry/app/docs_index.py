@@ -68,6 +68,21 @@ def supports_base() -> bool:
     return "base" in inspect.signature(api.pipeline_run).parameters
 
 
+def newest_run_of_config(runs_dir: Path, config_hash: str) -> str | None:
+    """Newest completed (or partial) run of ``runs_dir`` built from the config with this hash."""
+    for item in list_runs(runs_dir, limit=100_000):
+        if item.status not in ("completed", "partial"):
+            continue
+        try:
+            manifest = load_manifest(RunLayout(runs_dir / item.run_id))
+        except (IndexFoundryError, OSError, ValueError):
+            continue
+        index = manifest.phases.get("index")
+        if manifest.config_hash == config_hash and index is not None and index.status == "completed":
+            return item.run_id
+    return None
+
+
 class DocsIndex:
     """Keeps one up-to-date run over a docs folder."""
 
@@ -135,17 +150,7 @@ class DocsIndex:
 
     def find_previous(self) -> str | None:
         """Newest usable run built from this folder's config."""
-        for item in list_runs(self.runs_dir, limit=100_000):
-            if item.status not in ("completed", "partial"):
-                continue
-            try:
-                manifest = load_manifest(RunLayout(self.runs_dir / item.run_id))
-            except (IndexFoundryError, OSError, ValueError):
-                continue
-            index = manifest.phases.get("index")
-            if manifest.config_hash == self.config_hash and index is not None and index.status == "completed":
-                return item.run_id
-        return None
+        return newest_run_of_config(self.runs_dir, self.config_hash)
 
     # ------------------------------------------------------------- building
     def _build(self, base: str | None) -> str:

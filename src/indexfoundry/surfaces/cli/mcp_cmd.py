@@ -115,7 +115,7 @@ def register(app: typer.Typer) -> None:
             allowed_endpoints=tuple(allow_endpoints),
             allowed_bind_hosts=LOOPBACK_HOSTS | frozenset(h.strip("[]").lower() for h in allow_bind_hosts),
         ).with_env(allow_env)
-        from indexfoundry.surfaces.mcp.libraries import parse_library_flag
+        from indexfoundry.app.libraries import parse_library_flag
 
         options = ServerOptions(
             libraries=[parse_library_flag(value) for value in libraries],

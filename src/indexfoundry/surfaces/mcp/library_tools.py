@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from indexfoundry.app.libraries import Library, LibraryRegistry
 from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
-from indexfoundry.surfaces.mcp.libraries import Library, LibraryRegistry
 from indexfoundry.surfaces.mcp.retrieval import (
     GetPageInput,
     GetSectionInput,

@@ -24,13 +24,10 @@ from mcp_types import Resource as MCPResource
 
 from indexfoundry import __version__
 from indexfoundry.app.docs_index import DocsIndex
+from indexfoundry.app.libraries import LibraryEntry, LibraryRegistry
 from indexfoundry.app.tools.registry import load_tools
-from indexfoundry.errors import IndexFoundryError
-from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
-from indexfoundry.surfaces.mcp.docs_mode import DocsIndex
-from indexfoundry.surfaces.mcp.libraries import LibraryEntry, LibraryRegistry
 from indexfoundry.surfaces.mcp.library_tools import LibraryTools
 from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunCache, RunSource
 from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, check_run_id, tokens_equal
@@ -47,6 +44,11 @@ INSTRUCTIONS = (
     "the pages). The indexfoundry_* tools run the deterministic pipeline: connect → extract → "
     "normalize → index → serve (indexfoundry_pipeline_run runs all of them). Errors carry a code "
     "(error.code) and a suggestion."
+)
+
+LIBRARY_INSTRUCTIONS = (
+    "Serves the docs of several libraries and versions: list_libraries, then search_docs (with a "
+    "library and version, or across all), get_page / get_section for context. Errors carry a code."
 )
 
 
@@ -180,7 +182,7 @@ def create_server(
         name="indexfoundry",
         title="IndexFoundry",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS if registry is None else LIBRARY_INSTRUCTIONS,
         tools=[runner.sdk_tool(tool) for tool in exposed],
         lifespan=lifespan,
         token_verifier=StaticTokenVerifier(bearer_token) if bearer_token else None,

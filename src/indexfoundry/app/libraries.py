@@ -25,15 +25,13 @@ from packaging.version import InvalidVersion, Version
 from pydantic import Field, ValidationError
 
 from indexfoundry import api
+from indexfoundry.app.docs_index import DocsIndex, newest_run_of_config
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
 from indexfoundry.models.base import Strict
-from indexfoundry.models.config import validation_error
-from indexfoundry.pipeline.manifest import load_manifest
-from indexfoundry.pipeline.runner import frozen_config
-from indexfoundry.pipeline.runs import list_runs
+from indexfoundry.models.validation import validation_error
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout, is_run_id
-from indexfoundry.surfaces.mcp.docs_mode import DocsIndex
+from indexfoundry.storage.manifest import frozen_config
 
 _NAME = re.compile(r"^@?[A-Za-z0-9][A-Za-z0-9._/@+-]{0,127}$")
 LATEST = "latest"
@@ -200,17 +198,9 @@ class Library:
                 suggestion="Pass a run id of the runs folder, a pipeline config file or a docs folder",
             )
         config = api.load_config(path)
-        config_hash = sha256_json(frozen_config(config))
-        for item in list_runs(self.runs_dir, limit=100_000):
-            if item.status not in ("completed", "partial"):
-                continue
-            try:
-                manifest = load_manifest(RunLayout(self.runs_dir / item.run_id))
-            except (IndexFoundryError, OSError, ValueError):
-                continue
-            index = manifest.phases.get("index")
-            if manifest.config_hash == config_hash and index is not None and index.status == "completed":
-                return item.run_id
+        previous = newest_run_of_config(self.runs_dir, sha256_json(frozen_config(config)))
+        if previous is not None:
+            return previous
         out = api.pipeline_run(config, runs_dir=self.runs_dir, embedder=self.embedder, progress=self.progress)
         if out.status not in ("completed", "partial"):
             raise IndexFoundryError(
