@@ -97,8 +97,8 @@ def _restart_chroma(server: ChromaServer) -> None:
     server.start()
 
 
-STORES = ["chroma", "chroma-server", "local", "qdrant", "milvus", "pgvector"]
-SERVERS = ["chroma-server", "pgvector"]
+STORES = ["chroma", "chroma-server", "local", "qdrant", "milvus", "pgvector", "pinecone-emulator"]
+SERVERS = ["chroma-server", "pgvector", "pinecone-emulator"]
 
 
 @pytest.fixture
@@ -124,6 +124,18 @@ def kit(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kit]:
         pg: PgServer = request.getfixturevalue("pg_server")
         dsn: str = request.getfixturevalue("pg_dsn")
         yield Kit(name, "pgvector", {"dsn": dsn}, root, stop=pg.stop, start=pg.start)
+    elif name == "pinecone-emulator":
+        pytest.importorskip("pinecone", reason="the pinecone client is not installed (extra 'pinecone')")
+        from tests.emulators.pinecone import PineconeEmulator
+
+        emulator = PineconeEmulator(DIMS, api_key="contract-key")
+        emulator.start()
+        request.getfixturevalue("monkeypatch").setenv("CONTRACT_PINECONE_KEY", "contract-key")
+        connection = {"host": emulator.host, "api_key_env": "CONTRACT_PINECONE_KEY", "max_retries": 1}
+        try:
+            yield Kit(name, "pinecone", connection, root, stop=emulator.stop, start=emulator.start)
+        finally:
+            emulator.stop()
     else:  # pragma: no cover - a new store must be added here
         raise AssertionError(name)
     from indexfoundry.backends.stores.milvus import close_lite_clients

@@ -64,7 +64,9 @@ class IndexEmbedInput(Strict):
 class UpsertConnection(Strict):
     """Where the vector database is (the seed's fields, plus the embedded stores' path/uri)."""
 
-    host: str | None = Field(default=None, description="Server host (chroma, qdrant)")
+    host: str | None = Field(
+        default=None, description="Server host (chroma, qdrant) or index data-plane host (pinecone)"
+    )
     port: int | None = Field(default=None, ge=1, le=65535, description="Server port")
     api_key_env: str | None = Field(default=None, description="Environment variable holding the server's API key")
     collection: str = Field(description="Collection/index name")
@@ -287,10 +289,10 @@ def index_upsert(
     from indexfoundry.phases.index import upsert_chunks, vector_manifest
     from indexfoundry.storage.manifest import run_lock
 
-    if payload.provider in ("pinecone", "weaviate"):
+    if payload.provider == "weaviate":
         raise ConfigInvalid(
             f"vector store '{payload.provider}' is not supported yet",
-            suggestion="Use chroma, local, qdrant or milvus",
+            suggestion="Use chroma, local, qdrant, milvus, pgvector or pinecone",
         )
     conn = payload.connection.model_dump(exclude_none=True, exclude={"collection", "namespace"})
     vdb = VectorDbConfig(

@@ -256,9 +256,13 @@ def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
         from indexfoundry.backends.stores.pgvector import PgVectorStore
 
         return PgVectorStore(config, layout.run_id)
+    if config.provider == "pinecone":
+        from indexfoundry.phases.index.stores.pinecone import PineconeStore
+
+        return PineconeStore(config)
     raise ConfigInvalid(
         f"vector store '{config.provider}' is not supported",
-        suggestion="Use vector_db.provider: chroma, local, qdrant, milvus or pgvector",
+        suggestion="Use vector_db.provider: chroma, local, qdrant, milvus, pgvector or pinecone",
     )
 
 
