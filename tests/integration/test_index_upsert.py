@@ -151,7 +151,7 @@ def test_embed_and_upsert_tools_rebuild_a_store_from_the_runs_files(tree, runs_d
     with pytest.raises(IndexFoundryError) as info:
         call_tool(
             "indexfoundry_index_upsert",
-            {"run_id": out.run_id, "provider": "pinecone", "connection": {"collection": "x"}},
+            {"run_id": out.run_id, "provider": "weaviate", "connection": {"collection": "x"}},
             runs_dir=runs_dir,
         )
     assert info.value.code == "CONFIG_INVALID"

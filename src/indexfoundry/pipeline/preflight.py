@@ -31,7 +31,10 @@ STORE_EXTRAS: dict[str, tuple[str, str]] = {
     "qdrant": ("qdrant_client", "qdrant"),
     "milvus": ("pymilvus", "milvus"),
     "pgvector": ("psycopg", "pgvector"),
+    "pinecone": ("pinecone", "pinecone"),
 }
+# Providers the config accepts (the design lists them) that have no store yet.
+UNSUPPORTED_STORES = frozenset({"weaviate"})
 
 
 def _installed(module: str) -> bool:
@@ -69,6 +72,11 @@ def embedding_problem(spec: str) -> str | None:
 
 def store_problem(provider: str) -> str | None:
     """Why ``index.vector_db.provider`` cannot work here, or None."""
+    if provider in UNSUPPORTED_STORES:
+        return (
+            f"index.vector_db.provider '{provider}' is not supported yet "
+            "(use chroma, local, qdrant, milvus, pgvector or pinecone)"
+        )
     needs = STORE_EXTRAS.get(provider)
     if needs is not None and not _installed(needs[0]):
         return (

@@ -257,7 +257,7 @@ def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
 
         return PgVectorStore(config, layout.run_id)
     if config.provider == "pinecone":
-        from indexfoundry.phases.index.stores.pinecone import PineconeStore
+        from indexfoundry.backends.stores.pinecone import PineconeStore
 
         return PineconeStore(config)
     raise ConfigInvalid(

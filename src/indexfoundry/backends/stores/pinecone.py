@@ -24,8 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
-from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.backends.embedding.providers import Vectors
 from indexfoundry.backends.stores import (
     Metadata,
@@ -35,6 +33,8 @@ from indexfoundry.backends.stores import (
     parse_where,
     secret_env,
 )
+from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
+from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.hashing import sha256_text
 
 TEXT_KEY = "_text"
