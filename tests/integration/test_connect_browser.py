@@ -139,5 +139,5 @@ def test_a_page_the_policy_blocks_is_never_rendered(runs_dir: Path):
     with listener() as (port, accepted):
         source = {"type": "url", "url": f"http://127.0.0.1:{port}/", "render": "browser"}
         layout, phase = run_connect(runs_dir, remote_config([source], allow_private_networks=False))
-    assert [e["code"] for e in phase["errors"]][0] == "DOMAIN_BLOCKED"  # then EMPTY_CONTENT
+    assert phase["errors"][0]["code"] == "DOMAIN_BLOCKED"  # then EMPTY_CONTENT
     assert rows(layout) == [] and accepted == []

@@ -75,5 +75,5 @@ def test_an_llms_full_txt_is_one_document_and_a_missing_llms_txt_is_an_error(run
             runs_dir, remote_config([{"type": "llms_txt", "url": f"{site.base}/docs/llms.txt"}])
         )
     assert [r["uri"] for r in rows(full)] == [f"{site.base}/llms-full.txt"]
-    assert [e["code"] for e in phase["errors"]][0] == "FETCH_FAILED"  # then EMPTY_CONTENT: nothing fetched
+    assert phase["errors"][0]["code"] == "FETCH_FAILED"  # then EMPTY_CONTENT: nothing fetched
     assert rows(missing) == []
