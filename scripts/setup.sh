@@ -25,6 +25,16 @@ if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
+# iproute2's `ip` for the Ray tests (--dev only): they run a local Ray cluster inside a network
+# namespace with only loopback up (tests/integration/ray_support.py).
+if [ -n "$extras" ] && ! command -v ip >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    apt-get update -q >/dev/null && apt-get install -y -q iproute2 >/dev/null
+  else
+    echo "note: install iproute2 for the Ray executor tests (e.g. sudo apt-get install iproute2)" >&2
+  fi
+fi
+
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 # CPU-only torch first: a plain 'torch' requirement would pull a multi-GB CUDA build.

@@ -19,3 +19,39 @@ class RecordingEmbedder(HashEmbedder):
     def embed(self, texts: list[str]) -> Vectors:
         self.calls.append(list(texts))
         return super().embed(texts)
+
+
+class FileRecordingEmbedder(HashEmbedder):
+    """The hash embedder, recording every text it embeds to a file: it works in worker processes
+    (a Ray actor) too, where a test cannot see an object's attributes.
+
+    With ``stall_marker``, the first batch anywhere writes the marker (its process id) and waits
+    for the test to kill that process; the batch retried after the kill finds the marker and
+    goes on.
+    """
+
+    def __init__(self, record: str, stall_marker: str | None = None, dimensions: int = 384) -> None:
+        super().__init__(dimensions)
+        self.record = record
+        self.stall_marker = stall_marker
+
+    def embed(self, texts: list[str]) -> Vectors:
+        import json
+        import os
+        import time
+        from pathlib import Path
+
+        if self.stall_marker is not None:
+            marker = Path(self.stall_marker)
+            try:
+                with marker.open("x", encoding="utf-8") as handle:
+                    handle.write(str(os.getpid()))
+            except FileExistsError:
+                pass
+            else:
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline:  # killed here by the test
+                    time.sleep(0.1)
+        with open(self.record, "a", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(text) + "\n" for text in texts)
+        return super().embed(texts)

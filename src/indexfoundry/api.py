@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
 
 from indexfoundry.app.export import LlmsTxtOutput
 from indexfoundry.errors import ConfigInvalid, RunNotFound
 from indexfoundry.models.config import (
+    ExecutionConfig,
     GlobalConfig,
     PipelineConfig,
     load_global_config,
@@ -19,6 +24,7 @@ from indexfoundry.models.manifests import PipelineRunOutput
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResponse
 from indexfoundry.pipeline.cleanup import RunCleanupOutput
 from indexfoundry.pipeline.diff import RunDiffOutput
+from indexfoundry.pipeline.executors import Executor, open_executor
 from indexfoundry.pipeline.runner import create_run, execute, new_run_id
 from indexfoundry.pipeline.runs import RunListItem, RunStatusOutput, latest_run, list_runs, run_status
 from indexfoundry.storage.layout import PHASES, RunLayout, resolve_runs_dir
@@ -81,6 +87,8 @@ def pipeline_run(
     embedder: Any = None,
     base: str | None = None,
     allow_shrink: bool = False,
+    executor: Literal["local", "ray"] | None = None,
+    ray_address: str | None = None,
 ) -> PipelineRunOutput:
     """Run the whole pipeline: a new run, or with ``run_id`` a rerun of that run in place.
 
@@ -91,13 +99,59 @@ def pipeline_run(
     The config is checked before a run is created (``validate_config``). A run that comes
     out empty fails with EMPTY_CONTENT; one that loses more than ``max_shrink`` of its base's
     documents or chunks fails with RUN_SHRANK unless ``allow_shrink``. Neither becomes 'latest'.
-    """
-    from indexfoundry.pipeline.guards import RunGuards
 
+    ``executor`` / ``ray_address`` override the config's ``execution`` (a Ray address alone
+    means the Ray executor). The executor is connected before the run exists: a cluster that
+    cannot be reached is refused (CONFIG_INVALID with its address) before any phase runs.
+    """
     glob = load_global_config()
-    cfg = validate_config(config, glob)
+    cfg = with_execution(validate_config(config, glob), executor, ray_address)
     root = runs_dir_for(runs_dir, glob)
     base_layout = _base_layout(root, base)
+    with _opened_executor(cfg) as work:
+        return _pipeline_run(cfg, glob, root, base_layout, run_id, force, progress, embedder, allow_shrink, work)
+
+
+def with_execution(cfg: PipelineConfig, engine: Literal["local", "ray"] | None, address: str | None) -> PipelineConfig:
+    """``cfg`` with the executor chosen on the command line (validated like the config file)."""
+    if engine is None and address is None:
+        return cfg
+    update: dict[str, Any] = {"engine": engine or "ray"}
+    if address is not None:
+        update["address"] = address
+    try:
+        execution = ExecutionConfig.model_validate({**cfg.execution.model_dump(), **update})
+    except ValidationError as exc:
+        raise ConfigInvalid(
+            f"invalid executor settings: {exc.errors()[0]['msg']}",
+            suggestion="--ray-address takes auto, HOST:PORT or ray://HOST:PORT",
+        ) from None
+    return cfg.model_copy(update={"execution": execution})
+
+
+@contextlib.contextmanager
+def _opened_executor(cfg: PipelineConfig) -> Iterator[Executor]:
+    work = open_executor(cfg.execution)
+    try:
+        yield work
+    finally:
+        work.close()
+
+
+def _pipeline_run(
+    cfg: PipelineConfig,
+    glob: GlobalConfig,
+    root: Path,
+    base_layout: RunLayout | None,
+    run_id: str | None,
+    force: bool,
+    progress: Any,
+    embedder: Any,
+    allow_shrink: bool,
+    work: Executor,
+) -> PipelineRunOutput:
+    from indexfoundry.pipeline.guards import RunGuards
+
     rid = run_id or cfg.run_id
     if rid is not None:
         layout = RunLayout.for_run(root, rid)
@@ -120,6 +174,7 @@ def pipeline_run(
         embedder_override=embedder,
         base_layout=base_layout,
         guards=RunGuards(allow_shrink=allow_shrink, max_shrink=cfg.max_shrink),
+        executor=work,
     )
     if cfg.serve.auto_start and output.status != "failed":
         # Serves 'latest': a server already started this way switches to the new run by itself.

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar, overload
 
 from indexfoundry import __version__
 from indexfoundry.errors import IndexFoundryError
@@ -23,6 +23,8 @@ from indexfoundry.models.config import GlobalConfig, PipelineConfig
 from indexfoundry.models.manifests import ErrorRecord, PhaseManifest, PhaseName
 from indexfoundry.storage.atomic import append_ndjson
 from indexfoundry.storage.layout import RunLayout
+
+T = TypeVar("T")
 
 
 class ProgressTask(Protocol):
@@ -74,6 +76,15 @@ class PhaseContext:
     reuse_counts: dict[str, int] = field(default_factory=dict)
     errors: list[ErrorRecord] = field(default_factory=list)
     log: Callable[[str], None] = field(default=lambda message: print(message, file=sys.stderr))
+    # Where per-document / per-batch work runs (``pipeline/executors.py``). None or a local
+    # executor: in this process, as always; a remote one (Ray): see ``remote_executor``.
+    executor: Any = None
+
+    @property
+    def remote_executor(self) -> Any:
+        """The executor when it runs work outside this process (Ray), else None."""
+        executor = self.executor
+        return executor if executor is not None and getattr(executor, "remote", False) else None
 
     @property
     def runs_dir(self) -> Path:
@@ -115,6 +126,29 @@ class PhaseOutcome:
     new: int = 0
     # Relative paths of artifacts whose record count is reported in the manifest.
     record_counts: dict[str, int] = field(default_factory=dict)
+
+
+class LazyItems(Sequence[T]):
+    """A sequence whose items are made when read (an executor reads them as it sends them), so
+    a phase never holds every document's bytes or text at once."""
+
+    def __init__(self, length: int, make: Callable[[int], T]) -> None:
+        self._length = length
+        self._make = make
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
+        if isinstance(index, slice):
+            return [self._make(i) for i in range(*index.indices(self._length))]
+        if not -self._length <= index < self._length:
+            raise IndexError(index)
+        return self._make(index % self._length)
 
 
 class Phase(ABC):

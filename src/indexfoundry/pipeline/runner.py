@@ -240,7 +240,7 @@ def _run_phase(
             "outputs": HashList(count=outcome.output_count, hashes=sorted(a.sha256 for a in artifacts)),
             "artifacts": artifacts,
             "stats": outcome.stats,
-            "details": {**outcome.details, "reused": reused, "new": new},
+            "details": {**outcome.details, "reused": reused, "new": new, **_executor_details(ctx)},
             "errors": list(ctx.errors),
         }
     )
@@ -256,6 +256,12 @@ def _run_phase(
         ),
         done,
     )
+
+
+def _executor_details(ctx: PhaseContext) -> dict[str, Any]:
+    """``details.executor`` of a phase run on a remote executor (per-worker counts); nothing locally."""
+    executor = ctx.remote_executor
+    return {} if executor is None else {"executor": executor.report()}
 
 
 # Test-only hook (used by the kill tests, never set in normal use): pause a phase so that a
@@ -333,11 +339,14 @@ def execute(
     embedder_override: Any = None,
     base_layout: RunLayout | None = None,
     guards: RunGuards | None = None,
+    executor: Any = None,
 ) -> PipelineRunOutput:
     """Run ``phases`` of an existing run in order, skipping the unchanged ones.
 
     Stops at the first failed phase. Holds the run lock for the whole time. ``guards``
     (pipeline/guards.py) fail a run that comes out empty or shrinks too much against its base.
+    ``executor`` (``pipeline/executors.py``) runs the phases' per-document and per-batch work;
+    the caller opens and closes it.
     """
     forced = set(force_phases)
     started = monotonic_ms()
@@ -356,6 +365,7 @@ def execute(
             progress=progress or NullProgress(),
             embedder_override=embedder_override,
             base_layout=base_layout,
+            executor=executor,
         )
         failed = False
         run_guards = guards or RunGuards(max_shrink=config.max_shrink)

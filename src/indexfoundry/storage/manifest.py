@@ -109,8 +109,9 @@ def totals_of(manifest: RunManifest) -> Totals:
 
 
 def frozen_config(config: PipelineConfig) -> dict[str, Any]:
-    """The config snapshot written to ``config.json`` (no run id: it is not content)."""
-    return config.model_copy(update={"run_id": None, "force": False}).model_dump(mode="json")
+    """The config snapshot written to ``config.json`` (no run id: it is not content; no executor:
+    where the work ran changes how fast, never what, so a Ray run and a local run freeze alike)."""
+    return config.model_copy(update={"run_id": None, "force": False}).model_dump(mode="json", exclude={"execution"})
 
 
 def load_run_config(layout: RunLayout) -> PipelineConfig:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +17,7 @@ from indexfoundry.errors import EmptyContent
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.records import DocFormat, ExtractedDocument, Heading, PageExtraction, RawRecord
 from indexfoundry.phases.base import (
+    LazyItems,
     Phase,
     PhaseContext,
     PhaseOutcome,
@@ -168,7 +169,11 @@ class ExtractPhase(Phase):
                 result.items = []
                 task.advance()
 
-            results = run_jobs(jobs, workers, cfg.timeout_s, cfg.memory_mb, on_done=store)
+            remote = ctx.remote_executor
+            if remote is None:
+                results = run_jobs(jobs, workers, cfg.timeout_s, cfg.memory_mb, on_done=store)
+            else:
+                results = _run_remote(remote, jobs, ctx.config.execution.raw_transfer, store)
         for job in jobs:  # raw-manifest order, whatever order the workers finished in
             raw, result = job.raw, results[job.key]
             if result.unsupported is not None:
@@ -258,6 +263,21 @@ class ExtractPhase(Phase):
             record_id=item.record_id,
             metadata=item.metadata,
         )
+
+
+def _run_remote(executor: Any, jobs: list[Any], transfer: str, store: Any) -> dict[int, Any]:
+    """Jobs as tasks of a remote executor, each in a limited process on its worker; the raw
+    bytes go with each job (object store) unless every node sees the runs folder (shared_path)."""
+    from indexfoundry.phases.extract.workers import run_limited_job
+
+    def item(index: int) -> Any:
+        job = jobs[index]
+        return job if transfer == "shared_path" else replace(job, data=Path(job.path).read_bytes())
+
+    results = executor.map(
+        run_limited_job, LazyItems(len(jobs), item), on_result=lambda index, result: store(jobs[index], result)
+    )
+    return {job.key: result for job, result in zip(jobs, results, strict=True)}
 
 
 def _pdf_stats(layout: RunLayout, documents: list[ExtractedDocument], mode: str) -> dict[str, Any]:

@@ -61,6 +61,8 @@ class ExtractJob:
     raw: RawRecord
     config: PipelineConfig
     options: ExtractOptions = field(default_factory=ExtractOptions)
+    # The raw bytes, when they travel with the job (a Ray worker without the runs folder).
+    data: bytes | None = None
 
 
 @dataclass
@@ -78,7 +80,7 @@ def run_job(job: ExtractJob) -> ExtractResult:
     start = time.monotonic()
     uri = job.raw.uri
     try:
-        data = Path(job.path).read_bytes()
+        data = job.data if job.data is not None else Path(job.path).read_bytes()
         items = extract_bytes(data, job.raw, job.config, job.options)
         result = ExtractResult(items=items)
     except Unsupported as exc:
@@ -304,6 +306,13 @@ def run_jobs(
         for worker in [*idle, *active]:
             worker.stop(kill=worker in active)
     return results
+
+
+def run_limited_job(job: ExtractJob) -> ExtractResult:
+    """One job in one limited worker process, as in the local pool (what a Ray task runs):
+    the same time and memory limits, the same PARSE_ERROR when a file breaks them."""
+    cfg = job.config.extract
+    return run_jobs([job], 0 if cfg.workers == 0 else 1, cfg.timeout_s, cfg.memory_mb)[job.key]
 
 
 def _died(job: ExtractJob, exitcode: int | None) -> ExtractResult:

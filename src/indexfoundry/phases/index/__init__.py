@@ -103,17 +103,73 @@ def open_run_store(layout: RunLayout, config: PipelineConfig) -> VectorStore:
     return open_store(config.index.vector_db, layout)
 
 
+def _embed_batch(embedder: Embedder, texts: list[str], where: str, number: int) -> Vectors:
+    """One batch through ``embedder``; every failure becomes an EMBED_ERROR naming ``where``."""
+    try:
+        result = np.asarray(embedder.embed(texts), dtype=np.float32)
+    except IndexFoundryError as exc:
+        if exc.code != "EMBED_ERROR":
+            raise
+        raise EmbedError(
+            f"{where}: {exc.message}",
+            recoverable=exc.recoverable,
+            suggestion=exc.suggestion,
+            details={**exc.details, "model": embedder.model_id, "batch": number},
+        ) from None
+    except Exception as exc:
+        raise EmbedError(
+            f"{where} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+            suggestion="Rerun the index phase; texts already embedded are cached",
+            details={"model": embedder.model_id, "batch": number},
+        ) from None
+    if result.ndim != 2 or result.shape[0] != len(texts):
+        raise EmbedError(
+            f"{where}: the embedder returned {result.shape[0] if result.ndim else 0} vectors",
+            suggestion="Check the embedding provider",
+        )
+    return result
+
+
+# Embedders of a worker process, by model id: a worker keeps the first one it was sent, so
+# the model is loaded once per worker however many batches it embeds.
+_WORKER_EMBEDDERS: dict[str, Embedder] = {}
+
+
+@dataclass(frozen=True)
+class EmbedBatch:
+    """One batch of texts (cache misses only) to embed on an executor's worker."""
+
+    number: int
+    batches: int
+    texts: list[str]
+
+
+@dataclass(frozen=True)
+class EmbedOnWorker:
+    """The per-batch function an executor runs: the driver's embedder, loaded once per worker."""
+
+    embedder: Embedder
+
+    def __call__(self, batch: EmbedBatch) -> Vectors:
+        embedder = _WORKER_EMBEDDERS.setdefault(self.embedder.model_id, self.embedder)
+        where = f"batch {batch.number}/{batch.batches} ({len(batch.texts)} texts) of model {embedder.model_id}"
+        return _embed_batch(embedder, batch.texts, where, batch.number)
+
+
 def embed_with_cache(
     cache_path: Path,
     embedder: Embedder,
     texts_by_hash: dict[str, str],
     batch_size: int,
     progress: Any = None,
+    executor: Any = None,
 ) -> tuple[dict[str, Vectors], int, int]:
     """Vectors for every text hash: from the cache, or embedded in batches and cached.
 
     Returns (vectors, reused count, newly embedded count). A failed batch raises EMBED_ERROR
     naming the provider, model and batch; batches before it stay cached, so a rerun resumes.
+    With a remote ``executor`` (Ray) only the cache misses are sent, batch by batch, to its
+    workers; the cache is read and written here, by the driver.
     """
     progress = progress or NullProgress()
     cache = EmbeddingCache(cache_path)
@@ -122,36 +178,25 @@ def embed_with_cache(
         missing = [h for h in sorted(texts_by_hash) if h not in vectors]
         reused = len(vectors)
         batches = (len(missing) + batch_size - 1) // batch_size
+        parts = [missing[start : start + batch_size] for start in range(0, len(missing), batch_size)]
         with progress.task(f"embed ({embedder.model_id})", total=len(missing)) as task:
-            for number, start in enumerate(range(0, len(missing), batch_size), start=1):
-                batch = missing[start : start + batch_size]
-                where = f"batch {number}/{batches} ({len(batch)} texts) of model {embedder.model_id}"
-                try:
-                    result = np.asarray(embedder.embed([texts_by_hash[h] for h in batch]), dtype=np.float32)
-                except IndexFoundryError as exc:
-                    if exc.code != "EMBED_ERROR":
-                        raise
-                    raise EmbedError(
-                        f"{where}: {exc.message}",
-                        recoverable=exc.recoverable,
-                        suggestion=exc.suggestion,
-                        details={**exc.details, "model": embedder.model_id, "batch": number},
-                    ) from None
-                except Exception as exc:
-                    raise EmbedError(
-                        f"{where} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
-                        suggestion="Rerun the index phase; texts already embedded are cached",
-                        details={"model": embedder.model_id, "batch": number},
-                    ) from None
-                if result.ndim != 2 or result.shape[0] != len(batch):
-                    raise EmbedError(
-                        f"{where}: the embedder returned {result.shape[0] if result.ndim else 0} vectors",
-                        suggestion="Check the embedding provider",
-                    )
-                fresh = {h: result[i] for i, h in enumerate(batch)}
+
+            def keep(index: int, result: Vectors) -> None:
+                fresh = {h: result[i] for i, h in enumerate(parts[index])}
                 cache.put_many(embedder.model_id, fresh)
                 vectors.update(fresh)
-                task.advance(len(batch))
+                task.advance(len(fresh))
+
+            if executor is not None:
+                items = [
+                    EmbedBatch(number, batches, [texts_by_hash[h] for h in batch])
+                    for number, batch in enumerate(parts, start=1)
+                ]
+                executor.map(EmbedOnWorker(embedder), items, kind="embed", on_result=keep)
+            else:
+                for number, batch in enumerate(parts, start=1):
+                    where = f"batch {number}/{batches} ({len(batch)} texts) of model {embedder.model_id}"
+                    keep(number - 1, _embed_batch(embedder, [texts_by_hash[h] for h in batch], where, number))
         return vectors, reused, len(missing)
     finally:
         cache.close()
@@ -177,13 +222,16 @@ def embed_chunks(
     config: IndexConfig,
     progress: Any = None,
     embeddings_path: Path | None = None,
+    executor: Any = None,
 ) -> Embedded:
     """Embed chunks through the cache and write the embeddings file (sorted by chunk id)."""
     texts = {c.chunk_id: c.embedding_text() for c in chunks}
     hashes = {cid: sha256_text(text) for cid, text in texts.items()}
     texts_by_hash = {hashes[cid]: text for cid, text in texts.items()}
     cache_path = cache_dir(layout.runs_dir) / "embeddings.sqlite"
-    vectors, reused, embedded = embed_with_cache(cache_path, embedder, texts_by_hash, config.batch_size, progress)
+    vectors, reused, embedded = embed_with_cache(
+        cache_path, embedder, texts_by_hash, config.batch_size, progress, executor
+    )
     if config.normalize_vectors and vectors:
         keys = sorted(vectors)
         matrix = l2_normalize(np.stack([vectors[k] for k in keys]))
@@ -333,7 +381,7 @@ class IndexPhase(Phase):
         chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(layout.chunks)]
         embedder: Embedder = ctx.embedder_override or resolve_embedder(config.embedding_model, config)
         committed = committed_vectors(layout, ctx.previous_phase)
-        embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress)
+        embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.remote_executor)
         ordered = embedded.chunks
         store = open_run_store(layout, ctx.config)
         try:

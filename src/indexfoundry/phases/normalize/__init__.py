@@ -13,7 +13,13 @@ from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import DedupeOptions, NormalizeConfig, PipelineConfig
 from indexfoundry.models.records import ExtractedDocument
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version, upstream_artifact_hashes
-from indexfoundry.phases.normalize.build import build_chunks, chunk_documents, chunk_stats, chunker_config
+from indexfoundry.phases.normalize.build import (
+    build_chunks,
+    chunk_documents,
+    chunk_documents_remote,
+    chunk_stats,
+    chunker_config,
+)
 from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
 from indexfoundry.phases.normalize.dedupe import dedupe_chunks, no_dedupe_report
 from indexfoundry.phases.normalize.enrich import effective_rules, enrich_chunks
@@ -59,7 +65,11 @@ class NormalizePhase(Phase):
             ctx.record_error(error, "normalize", uri=doc.uri)
 
         with ctx.progress.task("normalize", total=len(documents)) as task:
-            result = chunk_documents(layout, documents, config, on_error=on_error, advance=task.advance)
+            remote = ctx.remote_executor
+            if remote is None:
+                result = chunk_documents(layout, documents, config, on_error=on_error, advance=task.advance)
+            else:
+                result = chunk_documents_remote(remote, layout, documents, config, on_error, task.advance)
         stats = chunk_stats(result.documents, result.chunks, config, result.hard_cuts)
         options = dedupe_options(config)
         if options is not None:

@@ -17,6 +17,7 @@ from indexfoundry.models.records import (
     ExtractedDocument,
     PageExtraction,
 )
+from indexfoundry.phases.base import LazyItems
 from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
 from indexfoundry.phases.normalize.positions import TextPositions
 from indexfoundry.storage.atomic import iter_jsonl
@@ -143,6 +144,63 @@ def chunk_documents(
             result.chunks.extend(build_chunks(doc, text, spans))
         if advance is not None:
             advance()
+    return result
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """One document to chunk on an executor's worker, with everything it needs."""
+
+    doc: ExtractedDocument
+    text: str
+    pages: list[PageExtraction] | None
+    config: NormalizeConfig
+
+
+@dataclass
+class ChunkedDocument:
+    """What chunking one document gave: its chunks, or the error that failed it."""
+
+    chunks: list[DocumentChunk] = field(default_factory=list)
+    hard_cuts: int = 0
+    error: IndexFoundryError | None = None
+
+
+def chunk_one(job: ChunkJob) -> ChunkedDocument:
+    """Chunk one document (pure: runs on any worker)."""
+    try:
+        spans = chunk_spans(job.text, job.doc.headings, job.config, job.pages)
+    except IndexFoundryError as error:
+        return ChunkedDocument(error=error)
+    return ChunkedDocument(build_chunks(job.doc, job.text, spans), sum(1 for s in spans if s.hard_cut))
+
+
+def chunk_documents_remote(
+    executor: Any,
+    layout: RunLayout,
+    documents: list[ExtractedDocument],
+    config: NormalizeConfig,
+    on_error: Callable[[ExtractedDocument, IndexFoundryError], None],
+    advance: Callable[[], None],
+) -> ChunkResult:
+    """``chunk_documents`` on a remote executor: one task per document, the text sent with it;
+    results (and errors) taken in document order, so the chunks are the same as here."""
+
+    def job(index: int) -> ChunkJob:
+        doc = documents[index]
+        text = (layout.root / doc.text_path).read_text(encoding="utf-8")
+        return ChunkJob(doc, text, load_pages(layout, doc), config)
+
+    done = executor.map(chunk_one, LazyItems(len(documents), job), on_result=lambda index, result: advance())
+    result = ChunkResult()
+    for doc, one in zip(documents, done, strict=True):
+        if one.error is not None:
+            on_error(doc, one.error)
+            result.failed.append((doc, one.error))
+            continue
+        result.documents += 1
+        result.hard_cuts += one.hard_cuts
+        result.chunks.extend(one.chunks)
     return result
 
 

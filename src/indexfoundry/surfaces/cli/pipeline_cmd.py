@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -10,6 +11,12 @@ from indexfoundry import api
 from indexfoundry.models.manifests import ErrorRecord, PipelineRunOutput
 from indexfoundry.surfaces.cli.options import AllowShrink, Force, Json, RunsDir
 from indexfoundry.surfaces.cli.output import RichProgress, print_json
+
+
+class Executor(StrEnum):
+    local = "local"
+    ray = "ray"
+
 
 app = typer.Typer(help="Run the whole pipeline.", no_args_is_help=True)
 
@@ -85,6 +92,18 @@ def run(
     force: bool = Force,
     allow_shrink: bool = AllowShrink,
     json_out: bool = Json,
+    executor: Executor | None = typer.Option(
+        None,
+        "--executor",
+        help="Where per-document and embedding work runs: local (default) or ray (extra 'ray'). "
+        "Overrides the config's execution.engine; artifacts are the same either way.",
+        case_sensitive=False,
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="Ray cluster to run on: HOST:PORT of the head node, ray://HOST:PORT, or auto (implies --executor ray).",
+    ),
 ) -> None:
     """Run connect → extract → normalize → index → serve for CONFIG.
 
@@ -105,5 +124,7 @@ def run(
         progress=RichProgress(enabled=None if not json_out else False),
         base=base,
         allow_shrink=allow_shrink,
+        executor=executor.value if executor is not None else None,
+        ray_address=ray_address,
     )
     render_outcome(output, runs_dir, json_out)

@@ -1,0 +1,96 @@
+"""The executor seam: where a phase's per-document and per-batch work runs.
+
+A phase hands the runner's executor an ordered ``map`` of a per-item function over items
+(one item per document for extract and normalize, one per batch of texts for embedding).
+The executor only computes: results come back to the driver in item order, and the phase
+writes every artifact itself, in canonical order. So whatever the executor, the artifacts
+are byte-identical.
+
+- ``LocalExecutor`` runs the function here, item after item. Extract keeps its own pool of
+  limited worker processes for local runs (``phases/extract/workers.py``).
+- ``RayExecutor`` (``pipeline/ray_executor.py``, extra ``ray``) runs it on a Ray cluster.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal, TypeVar
+
+from indexfoundry.errors import ConfigInvalid, missing_extra
+from indexfoundry.models.config import ExecutionConfig
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# What one item is: a document (extract, normalize) or a batch of texts to embed. An executor
+# may place them differently: embedding batches go to long-lived workers that keep a model loaded.
+WorkKind = Literal["document", "embed"]
+
+
+class Executor(ABC):
+    """Runs a per-item function over items and returns the results in item order."""
+
+    name: ClassVar[str]
+    # True when items run outside this process: the phase then sends everything an item needs
+    # with it (text, raw bytes) and keeps its in-process shortcuts to itself.
+    remote: ClassVar[bool] = False
+
+    @abstractmethod
+    def map(
+        self,
+        fn: Callable[[T], R],
+        items: Sequence[T],
+        *,
+        kind: WorkKind = "document",
+        on_result: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
+        """``[fn(item) for item in items]``; ``on_result(index, result)`` as each one finishes
+        (in any order: progress, and writes that are content-addressed)."""
+
+    def report(self) -> dict[str, Any]:
+        """Figures since the last call (per-worker counts), for the phase manifest's
+        ``details.executor``; empty for the local executor."""
+        return {}
+
+    def close(self) -> None:
+        """Release workers and connections."""
+        return None
+
+
+class LocalExecutor(Executor):
+    """Runs every item in this process, in order."""
+
+    name = "local"
+
+    def map(
+        self,
+        fn: Callable[[T], R],
+        items: Sequence[T],
+        *,
+        kind: WorkKind = "document",
+        on_result: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
+        results: list[R] = []
+        for index, item in enumerate(items):
+            result = fn(item)
+            results.append(result)
+            if on_result is not None:
+                on_result(index, result)
+        return results
+
+
+def open_executor(config: ExecutionConfig) -> Executor:
+    """The executor ``execution`` names, connected (a Ray cluster that cannot be reached is a
+    CONFIG_INVALID naming its address, raised before any phase runs)."""
+    if config.engine == "local":
+        return LocalExecutor()
+    if config.engine == "ray":
+        try:
+            from indexfoundry.pipeline.ray_executor import RayExecutor
+        except ImportError as exc:
+            if exc.name is not None and exc.name.split(".")[0] == "ray":
+                raise missing_extra("ray", "ray", "the ray executor (execution.engine: ray)") from None
+            raise
+        return RayExecutor(config)
+    raise ConfigInvalid(f"unknown execution engine '{config.engine}'", suggestion="Use local or ray")
