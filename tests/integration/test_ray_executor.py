@@ -186,7 +186,7 @@ def test_a_worker_killed_during_extraction_is_retried_and_the_run_is_identical(c
     phase_at_kill: list[str] = []
 
     def busy_extracting() -> int | None:
-        busy = cluster.busy_workers("run_document_task")
+        busy = cluster.busy_workers("indexfoundry-document")
         manifests = list(runs.glob("*/manifest.json"))
         if not busy or not manifests:
             return None
