@@ -98,3 +98,19 @@ def test_the_executor_is_left_out_of_the_frozen_config_and_the_fingerprints(tmp_
     assert {p.status for p in again.phases.values()} == {"skipped"}
     frozen = json.loads((tmp_path / "runs" / first.run_id / "config.json").read_text())
     assert "execution" not in frozen
+
+
+def test_an_agent_can_send_a_run_only_to_a_ray_cluster_the_operator_allowed(tmp_path: Path):
+    from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, guard_arguments
+
+    roots = Roots([tmp_path])
+    config = {"config": {"connect": {"sources": [{"type": "folder", "path": str(tmp_path)}]}}}
+    for execution in ({"engine": "ray"}, {"engine": "ray", "address": "10.1.2.3:6379"}):
+        with pytest.raises(IndexFoundryError) as caught:
+            guard_arguments({"config": {**config["config"], "execution": execution}}, roots, tmp_path)
+        assert caught.value.code == "DOMAIN_BLOCKED"
+    allowed = AgentPolicy(allowed_endpoints=("127.0.0.1:6379",))
+    chosen = {**config["config"], "execution": {"engine": "ray", "address": "ray://127.0.0.1:6379"}}
+    assert guard_arguments({"config": chosen}, roots, tmp_path, allowed)["config"]["execution"]["address"]
+    local = {**config["config"], "execution": {"engine": "local"}}
+    assert guard_arguments({"config": local}, roots, tmp_path)["config"]["execution"] == {"engine": "local"}

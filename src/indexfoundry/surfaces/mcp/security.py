@@ -22,7 +22,9 @@ wherever they sit in the arguments (a whole pipeline config included):
   the server sends API keys there, so an agent can never choose where a key goes;
 - environment variables (every ``*_env`` argument) must be on the operator's allowlist (the
   documented names, plus ``--allow-env NAME``), so an agent cannot choose which secret is read;
-- bind addresses (``host`` outside a connection) must be loopback unless ``--allow-bind-host``.
+- bind addresses (``host`` outside a connection) must be loopback unless ``--allow-bind-host``;
+- a Ray executor (``execution.engine: ray``) must name a cluster the operator listed with
+  ``--allow-endpoint`` (``auto`` included): the run's documents would be sent there.
 
 Escapes are ``NOT_FOUND`` (the same code ``RunLayout.resolve_inside`` uses); a run id that is
 not a UUID, or names no run, is ``RUN_NOT_FOUND``; a host, URL or endpoint outside the policy is
@@ -201,6 +203,8 @@ class _Guard:
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for k, v in value.items():
+                if k == "execution" and isinstance(v, dict) and v.get("engine") == "ray":
+                    self.cluster(str(v.get("address", "auto")))
                 if k in RUN_ID_KEYS and v is not None:
                     check_run_id(v, k, allow_latest=True)
                     out[k] = v
@@ -275,6 +279,17 @@ class _Guard:
                 "`indexfoundry mcp --allow-endpoint URL`; embedded stores (a path inside the roots) need none"
             ),
             details={"key": key, "reason": "endpoint_not_allowed"},
+        )
+
+    def cluster(self, address: str) -> None:
+        """A Ray cluster the run's documents and texts would be sent to: only the operator's."""
+        bare = address.removeprefix("ray://")
+        if any(a == address or a.removeprefix("ray://") == bare for a in self.policy.allowed_endpoints):
+            return
+        raise DomainBlocked(
+            f"execution.address '{address}' is not a Ray cluster this server may send an agent's run to",
+            suggestion="The server operator lists clusters with `indexfoundry mcp --allow-endpoint HOST:PORT`",
+            details={"key": "execution.address", "reason": "endpoint_not_allowed"},
         )
 
     def env(self, key: str, value: str) -> str:
