@@ -114,3 +114,17 @@ def test_an_agent_can_send_a_run_only_to_a_ray_cluster_the_operator_allowed(tmp_
     assert guard_arguments({"config": chosen}, roots, tmp_path, allowed)["config"]["execution"]["address"]
     local = {**config["config"], "execution": {"engine": "local"}}
     assert guard_arguments({"config": local}, roots, tmp_path)["config"]["execution"] == {"engine": "local"}
+
+
+def test_a_config_asking_for_ray_without_the_extra_is_refused_by_preflight(monkeypatch: pytest.MonkeyPatch):
+    from indexfoundry.models.config import PipelineConfig
+    from indexfoundry.pipeline import preflight
+
+    monkeypatch.setattr(preflight, "_installed", lambda module: module != "ray")
+    config = PipelineConfig.model_validate(
+        {"connect": {"sources": [{"type": "folder", "path": "."}]}, "execution": {"engine": "ray"}}
+    )
+    with pytest.raises(IndexFoundryError) as caught:
+        preflight.preflight(config)
+    assert caught.value.code == "CONFIG_INVALID"
+    assert "indexfoundry[ray]" in caught.value.message

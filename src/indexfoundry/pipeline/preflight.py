@@ -86,6 +86,14 @@ def store_problem(provider: str) -> str | None:
     return None
 
 
+def execution_problem(config: PipelineConfig) -> str | None:
+    """Why ``execution`` cannot work here (the Ray extra missing), or None. Whether the cluster
+    answers is checked when the executor connects, still before a run exists."""
+    if config.execution.engine == "ray" and not _installed("ray"):
+        return "execution.engine 'ray' needs the 'ray' extra (pip install 'indexfoundry[ray]')"
+    return None
+
+
 def source_problems(config: PipelineConfig) -> list[str]:
     """Local sources that do not exist."""
     problems = []
@@ -101,7 +109,12 @@ def source_problems(config: PipelineConfig) -> list[str]:
 def preflight(config: PipelineConfig) -> None:
     """Raise one CONFIG_INVALID listing every problem that would fail the run later."""
     problems = source_problems(config)
-    for problem in (embedding_problem(config.index.embedding_model), store_problem(config.index.vector_db.provider)):
+    checks = (
+        embedding_problem(config.index.embedding_model),
+        store_problem(config.index.vector_db.provider),
+        execution_problem(config),
+    )
+    for problem in checks:
         if problem is not None:
             problems.append(problem)
     if not problems:
