@@ -52,7 +52,7 @@ def test_editing_one_file_reembeds_only_its_changed_chunks_and_search_sees_the_n
     assert embedded_at_start > 1
     assert run_b != run_a or structured(second)["indexed_at"] != structured(first)["indexed_at"]
     assert "theme.palette" in "\n".join(texts(second))
-    assert structured(second)["results"][0]["path"] == "docs/guide/theme.md"
+    assert structured(second)["results"][0]["path"] == "guide/theme.md"
 
     indexed = [text for text in embedder.texts if text not in queries]
     assert indexed, "the changed chunk was embedded"
@@ -60,7 +60,7 @@ def test_editing_one_file_reembeds_only_its_changed_chunks_and_search_sees_the_n
     old, new = _chunk_texts(runs_dir, run_a), _chunk_texts(runs_dir, run_b)
     changed = [h for h in new if h not in old]
     assert len(indexed) == len(changed) < len(new)
-    assert {new[h] for h in changed} == {"docs/guide/theme.md"}
+    assert {new[h] for h in changed} == {"docs/guide/theme.md"}  # stored uris keep the source name
     stats = read_json(RunLayout(runs_dir / run_b).manifest)["phases"]["index"]["stats"]
     assert stats["texts_embedded"] == len(indexed)
 
@@ -75,16 +75,18 @@ def test_deleting_a_file_removes_its_chunks_from_search_and_pages(tree, runs_dir
             (docs / "guide" / "install.md").unlink()
             after = await client.call_tool("list_pages", {})
             search = await client.call_tool("search_docs", {"query": "pip install virtual environment", "top_k": 10})
-            gone = await client.call_tool("get_page", {"path": "docs/guide/install.md"})
-            return before, after, search, gone
+            gone = await client.call_tool("get_page", {"path": "guide/install.md"})
+            gone_full = await client.call_tool("get_page", {"path": "docs/guide/install.md"})
+            return before, after, search, gone, gone_full
 
-    before, after, search, gone = anyio.run(main)
-    assert "docs/guide/install.md" in {p["path"] for p in structured(before)["pages"]}
-    assert "docs/guide/install.md" not in {p["path"] for p in structured(after)["pages"]}
-    assert all(hit["path"] != "docs/guide/install.md" for hit in structured(search)["results"])
+    before, after, search, gone, gone_full = anyio.run(main)
+    assert "guide/install.md" in {p["path"] for p in structured(before)["pages"]}
+    assert "guide/install.md" not in {p["path"] for p in structured(after)["pages"]}
+    assert all(hit["path"] != "guide/install.md" for hit in structured(search)["results"])
     run_id = structured(after)["run_id"]
     assert "docs/guide/install.md" not in set(_chunk_texts(runs_dir, run_id).values())
     assert structured(gone)["error"]["code"] == "NOT_FOUND"
+    assert structured(gone_full)["error"]["code"] == "NOT_FOUND"
 
 
 def test_the_watcher_refreshes_the_index_when_a_file_changes(tree, runs_dir: Path):
@@ -141,7 +143,7 @@ def test_two_stdio_servers_over_one_runs_folder_both_answer(tree, tmp_path: Path
 
     anyio.run(main)
     assert len(answers) == 2
-    assert all(a["results"][0]["path"] == "docs/guide/install.md" for a in answers)
+    assert all(a["results"][0]["path"] == "guide/install.md" for a in answers)
     for item in list_runs(runs):
         assert item.status in ("completed", "partial")
 

@@ -72,5 +72,5 @@ def test_inspector_lists_the_tools_and_calls_search_docs_over_stdio(inspector: P
         "query=how do I change the theme colours",
     )
     assert not called.get("isError"), called
-    assert called["structuredContent"]["results"][0]["path"] == "docs/guide/theme.md"
+    assert called["structuredContent"]["results"][0]["path"] == "guide/theme.md"  # relative to --docs
     assert any("Set theme.name" in block.get("text", "") for block in called["content"])

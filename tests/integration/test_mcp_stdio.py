@@ -138,8 +138,9 @@ def test_search_page_and_section_answer_from_the_run_and_say_when_it_was_indexed
     assert texts(section)[-1].startswith("## Using pip")
     assert "Python 3.11" not in texts(section)[-1]
     assert structured(section)["breadcrumb"] == "Installation > Using pip"
-    listed = {p["path"]: p["title"] for p in structured(pages)["pages"]}
-    assert listed["docs/guide/theme.md"] == "Theming"
+    assert "docs/guide/theme.md" in {p["path"] for p in structured(pages)["pages"]}
+    assert "docs/guide/theme.md — Theming" in texts(pages)[-1].splitlines()
+    assert "Theming" not in json.dumps(structured(pages))  # titles are in the text part only
     assert "indexfoundry://pages/docs/guide/theme.md" in {str(r.uri) for r in resources.resources}
     assert "Set theme.name" in resource.contents[0].text
 
@@ -227,5 +228,5 @@ def test_stdout_carries_nothing_but_protocol_messages(tmp_path: Path, tree, mode
     assert parsed, stderr
     assert all(m.get("jsonrpc") == "2.0" for m in parsed)
     answer = next(m for m in parsed if m.get("id") == 2)
-    assert answer["result"]["structuredContent"]["results"][0]["path"] == "docs/guide/install.md"
+    assert answer["result"]["structuredContent"]["results"][0]["path"] == "guide/install.md"  # docs mode: relative
     assert "indexfoundry: embed" in stderr  # indexing progress went to stderr

@@ -19,6 +19,7 @@ import inspect
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,14 @@ class DocsIndex:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self.refreshes = 0
+        # Set while a build runs (monotonic start time): queries meanwhile answer from the
+        # previous run and say how stale it is, instead of waiting for the build.
+        self._building_since: float | None = None
+
+    @property
+    def page_prefix(self) -> str:
+        """Document uris start with the source name; agents see paths relative to the folder."""
+        return f"{self.source.name}/" if self.source.name else ""
 
     # ------------------------------------------------------------- state of the folder
     def snapshot(self) -> Snapshot:
@@ -190,22 +199,45 @@ class DocsIndex:
                 self._set_current(candidate)
                 self._snapshot = snap
                 return candidate
-            for attempt in range(3):
-                try:
-                    built = self._build(candidate)
-                    break
-                except RunLocked:
-                    # Another server refreshes the same run in place: build a fresh run instead.
-                    if attempt == 2:
-                        raise
-                    candidate = None
+            self._building_since = time.monotonic()
+            try:
+                for attempt in range(3):
+                    try:
+                        built = self._build(candidate)
+                        break
+                    except RunLocked:
+                        # Another server refreshes the same run in place: build a fresh run instead.
+                        if attempt == 2:
+                            raise
+                        candidate = None
+            finally:
+                self._building_since = None
             self.refreshes += 1
             self._set_current(built)
             self._snapshot = snap
             return built
 
     def default_run(self) -> str:
-        return self.ensure_fresh()
+        """The run to answer from. While a (re)build runs, the previous run answers at once (a
+        query never waits for a rebuild when there is something to serve); only the very first
+        build over a folder with no earlier run is waited for."""
+        if self._lock.acquire(blocking=False):
+            try:
+                return self.ensure_fresh()
+            finally:
+                self._lock.release()
+        stale = self.run_id or self.find_previous()
+        return stale if stale is not None else self.ensure_fresh()
+
+    def stale_note(self, run_id: str) -> str | None:
+        """How stale an answer from ``run_id`` is, while a rebuild is under way."""
+        since = self._building_since
+        if since is None:
+            return None
+        return (
+            f"The index of {self.folder.name} is being rebuilt after a change (for {time.monotonic() - since:.0f}s); "
+            f"this answer is from the previous run {run_id} and may miss the latest edits."
+        )
 
     # ------------------------------------------------------------- watching
     def start_watching(self) -> None:

@@ -54,6 +54,13 @@ def register(app: typer.Typer) -> None:
             [], "--allow-host", help="HTTP: extra Host header allowed, e.g. docs.internal:8765 (repeatable)."
         ),
         watch: bool = typer.Option(True, "--watch/--no-watch", help="Docs mode: watch the folder for changes."),
+        tools: str | None = typer.Option(
+            None,
+            "--tools",
+            help="Tool set: 'docs' (search_docs, get_page, get_section, list_pages) or 'all' (plus every "
+            "pipeline tool). Default: docs with --docs, else all.",
+            show_default=False,
+        ),
         allow_env: list[str] = typer.Option(
             [],
             "--allow-env",
@@ -86,11 +93,14 @@ def register(app: typer.Typer) -> None:
             None, "--libraries", help="libraries.yaml of library versions to serve (re-read when it changes)."
         ),
     ) -> None:
-        """Serve every pipeline tool plus search_docs/get_page/get_section/list_pages to MCP clients."""
+        """Serve search_docs/get_page/get_section/list_pages (and, with --tools all or without --docs, every
+        pipeline tool) to MCP clients."""
         from indexfoundry.app.docs_index import default_docs_runs_dir
-        from indexfoundry.surfaces.mcp.server import ServerOptions
+        from indexfoundry.surfaces.mcp.server import TOOL_SETS, ServerOptions
         from indexfoundry.surfaces.mcp.transports import serve_http, serve_stdio
 
+        if tools is not None and tools not in TOOL_SETS:
+            raise ConfigInvalid(f"--tools {tools}: unknown tool set", suggestion="Use --tools docs or --tools all")
         folder: Path | None = None
         if docs is not None:
             folder = docs.expanduser().resolve()
@@ -127,6 +137,7 @@ def register(app: typer.Typer) -> None:
             roots=[r.expanduser().resolve() for r in roots],
             watch=watch,
             policy=policy,
+            tools=tools,
         )
         if folder is not None:
             from indexfoundry.surfaces.mcp.progress import StderrProgress

@@ -2,8 +2,9 @@
 
 One adapter for every tool the server exposes (the design's pipeline tools from the registry
 and the retrieval tools): the input schema is the tool's strict pydantic model
-(``additionalProperties: false``), the output schema is its output model, and annotations
-come from the registry. A call goes through, in order:
+(``additionalProperties: false``) made compact (``schemas.py``); no output schema is listed
+(it would cost every agent's context and no agent needs it); annotations come from the
+registry. A call goes through, in order:
 
 1. ``guard_arguments``: run ids must be UUIDs, paths must stay in the run folder or the roots,
    hosts, endpoints and env vars within the operator's ``AgentPolicy``;
@@ -40,6 +41,7 @@ from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.manifests import ToolError
 from indexfoundry.models.validation import validation_error
 from indexfoundry.surfaces.mcp.progress import McpProgress
+from indexfoundry.surfaces.mcp.schemas import listed_schema
 from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, guard_arguments
 
 log = logging.getLogger("indexfoundry.mcp")
@@ -139,29 +141,8 @@ def _accepted_kwargs(func: Callable[..., Any], offered: dict[str, Any]) -> dict[
     return {k: v for k, v in offered.items() if k in params}
 
 
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema: dict[str, Any] = model.model_json_schema()
-    schema.setdefault("type", "object")
-    return schema
-
-
-def output_schema_for(model: type[BaseModel]) -> dict[str, Any]:
-    """The tool's output schema: its output model, or the seed's ToolError for a failed call.
-
-    Some clients (the MCP Inspector) validate ``structuredContent`` against ``outputSchema``
-    even when ``isError`` is true, so the schema admits both shapes.
-    """
-    out = model.model_json_schema()
-    err = ToolError.model_json_schema()
-    defs: dict[str, Any] = {**out.pop("$defs", {}), **err.pop("$defs", {})}
-    out_name = model.__name__ if model.__name__ != "ToolError" else "Output"
-    defs[out_name] = out
-    defs["ToolError"] = err
-    return {
-        "type": "object",
-        "anyOf": [{"$ref": f"#/$defs/{out_name}"}, {"$ref": "#/$defs/ToolError"}],
-        "$defs": defs,
-    }
+def _schema(model: type[BaseModel], name: str) -> dict[str, Any]:
+    return listed_schema(model.model_json_schema(), name)
 
 
 class _RawArguments(FuncMetadata):
@@ -223,14 +204,15 @@ class Runner:
         async def handler(arguments: dict[str, Any], ctx: Context[Any, Any]) -> CallToolResult:
             return await self.run(tool, arguments, ctx)
 
-        output_schema = output_schema_for(tool.output_model) if tool.output_model is not None else None
+        # No outputSchema: an agent reads the answer, it does not need its schema in context
+        # (the structured part still follows the tool's output model).
         return Tool(
             fn=handler,
             name=tool.name,
             title=tool.title,
             description=tool.description,
-            parameters=_schema(tool.input_model),
-            fn_metadata=_RawArguments(arg_model=ArgModelBase, output_schema=output_schema),
+            parameters=_schema(tool.input_model, tool.name),
+            fn_metadata=_RawArguments(arg_model=ArgModelBase, output_schema=None),
             is_async=True,
             context_kwarg="ctx",
             annotations=ToolAnnotations(

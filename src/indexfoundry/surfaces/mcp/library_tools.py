@@ -245,13 +245,14 @@ class LibraryTools:
         data = answer.structured.model_dump()
         return TextAnswer(LibrarySectionOutput(**data, library=lib.name, version=lib.version), answer.texts)
 
-    def list_pages(self, payload: LibraryListPagesInput) -> LibraryListPagesOutput:
-        """The pages of a library version."""
+    def list_pages(self, payload: LibraryListPagesInput) -> TextAnswer:
+        """The pages of a library version ("path — title" lines in the text part, metadata structured)."""
         lib = self.registry.resolve(payload.library, payload.version)
         listed = self.retrieval.list_pages(
             ListPagesInput(run_id=lib.run_id(), prefix=payload.prefix, offset=payload.offset, limit=payload.limit)
         )
-        return LibraryListPagesOutput(**listed.model_dump(), library=lib.name, version=lib.version)
+        data = listed.structured.model_dump()
+        return TextAnswer(LibraryListPagesOutput(**data, library=lib.name, version=lib.version), listed.texts)
 
     def exposed(self) -> list[Exposed]:
         common: dict[str, Any] = {

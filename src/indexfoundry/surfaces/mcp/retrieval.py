@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from indexfoundry.errors import RunNotFound
+from indexfoundry.errors import NotFound, RunNotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest
 from indexfoundry.pipeline.runs import latest_run
@@ -197,8 +197,9 @@ class ListPagesInput(Strict):
 
 
 class PageItem(Strict):
+    """One page's metadata; its title is on the page's line of the text part."""
+
     path: str = Field(description="Page path")
-    title: str | None = Field(default=None, description="Page title")
     format: str = Field(description="Document format")
     chars: int = Field(description="Characters in the page")
     sections: int = Field(description="Number of headings")
@@ -214,8 +215,9 @@ class ListPagesOutput(Strict):
     pages: list[PageItem] = Field(description="Pages, sorted by path")
 
 
-def _stamp(run_id: str, indexed_at: str | None) -> str:
-    return f"From run {run_id}, indexed {indexed_at or 'not yet'}."
+def _stamp(run_id: str, indexed_at: str | None, note: str | None = None) -> str:
+    stamp = f"From run {run_id}, indexed {indexed_at or 'not yet'}."
+    return f"{stamp} {note}" if note else stamp
 
 
 # ---------------------------------------------------------------- the tools
@@ -225,6 +227,31 @@ class RetrievalTools:
     def __init__(self, source: RunSource, cache: RunCache) -> None:
         self.source = source
         self.cache = cache
+        # Docs mode: page paths are shown relative to the docs folder ("api/auth.md", not
+        # "mydocs/api/auth.md"); both forms are accepted.
+        self.page_prefix: str = getattr(source, "page_prefix", "")
+
+    def shown(self, path: str) -> str:
+        """A page path as the agent sees it."""
+        return path[len(self.page_prefix) :] if self.page_prefix and path.startswith(self.page_prefix) else path
+
+    def stored(self, path: str) -> str:
+        """A page path an agent gave, as the run stores it (either form is accepted)."""
+        clean = path.strip().lstrip("/")
+        if self.page_prefix and not clean.startswith(self.page_prefix):
+            return self.page_prefix + clean
+        return clean
+
+    def _document(self, view: RunView, path: str) -> Any:
+        try:
+            return view.document(self.stored(path))
+        except NotFound:
+            return view.document(path)
+
+    def stamp(self, run_id: str, indexed_at: str | None) -> str:
+        """The first text block: which run answered, when it was indexed, and how stale it is."""
+        note_of = getattr(self.source, "stale_note", None)
+        return _stamp(run_id, indexed_at, note_of(run_id) if callable(note_of) else None)
 
     def _run(self, run_id: str | None) -> str:
         if run_id is None:
@@ -244,7 +271,8 @@ class RetrievalTools:
         )
         hits: list[DocHit] = []
         texts = [
-            f"{_stamp(response.run_id, response.indexed_at)} {len(response.results)} result(s) for {payload.query!r}."
+            f"{self.stamp(response.run_id, response.indexed_at)} {len(response.results)} result(s) for "
+            f"{payload.query!r}."
         ]
         budget = payload.max_chars
         omitted = 0
@@ -261,7 +289,7 @@ class RetrievalTools:
             hits.append(
                 DocHit(
                     rank=rank,
-                    path=_result_path(result.source.uri, result.source.record_id),
+                    path=self.shown(_result_path(result.source.uri, result.source.record_id)),
                     breadcrumb=crumb,
                     score=result.score,
                     chunk_id=result.chunk_id,
@@ -286,14 +314,14 @@ class RetrievalTools:
     def get_page(self, payload: GetPageInput) -> TextAnswer:
         """A whole page as extracted (markdown where the source had structure)."""
         view = self.cache.view(self._run(payload.run_id))
-        doc = view.document(payload.path)
+        doc = self._document(view, payload.path)
         text = view.text(doc)
         part = text[payload.offset : payload.offset + payload.max_chars]
         end = payload.offset + len(part)
         structured = PageOutput(
             run_id=view.run_id,
             indexed_at=view.indexed_at,
-            path=page_key(doc),
+            path=self.shown(page_key(doc)),
             title=doc.title,
             format=doc.format,
             chars=len(text),
@@ -301,16 +329,16 @@ class RetrievalTools:
             returned_chars=len(part),
             next_offset=end if end < len(text) else None,
         )
-        return TextAnswer(structured=structured, texts=[_stamp(view.run_id, view.indexed_at), part])
+        return TextAnswer(structured=structured, texts=[self.stamp(view.run_id, view.indexed_at), part])
 
     def get_section(self, payload: GetSectionInput) -> TextAnswer:
         """One section of a page, by heading text or breadcrumb."""
         view = self.cache.view(self._run(payload.run_id))
-        doc, section, body, others = view.section(payload.path, payload.heading)
+        doc, section, body, others = view.section(page_key(self._document(view, payload.path)), payload.heading)
         structured = SectionOutput(
             run_id=view.run_id,
             indexed_at=view.indexed_at,
-            path=page_key(doc),
+            path=self.shown(page_key(doc)),
             title=doc.title,
             heading=section.heading.text,
             breadcrumb=section.breadcrumb,
@@ -319,22 +347,28 @@ class RetrievalTools:
             chars=len(body),
             other_matches=others,
         )
-        return TextAnswer(structured=structured, texts=[_stamp(view.run_id, view.indexed_at), body])
+        return TextAnswer(structured=structured, texts=[self.stamp(view.run_id, view.indexed_at), body])
 
-    def list_pages(self, payload: ListPagesInput) -> ListPagesOutput:
-        """The pages of the run with their titles, sorted by path."""
+    def list_pages(self, payload: ListPagesInput) -> TextAnswer:
+        """The pages of the run, sorted by path: one line each in the text part ("path — title"),
+        their metadata in the structured part (never the same content in both)."""
         view = self.cache.view(self._run(payload.run_id))
-        keys = [k for k in view.documents if payload.prefix is None or k.startswith(payload.prefix)]
+        prefix = self.stored(payload.prefix) if payload.prefix else None
+        keys = [k for k in view.documents if prefix is None or k.startswith(prefix)]
         chosen = keys[payload.offset : payload.offset + payload.limit]
         pages = []
+        lines = []
         for key in chosen:
             doc = view.documents[key]
-            pages.append(
-                PageItem(path=key, title=doc.title, format=doc.format, chars=doc.char_count, sections=len(doc.headings))
-            )
-        return ListPagesOutput(
+            shown = self.shown(key)
+            pages.append(PageItem(path=shown, format=doc.format, chars=doc.char_count, sections=len(doc.headings)))
+            lines.append(f"{shown} — {doc.title}" if doc.title else shown)
+        structured = ListPagesOutput(
             run_id=view.run_id, indexed_at=view.indexed_at, total=len(keys), offset=payload.offset, pages=pages
         )
+        head = f"{self.stamp(view.run_id, view.indexed_at)} {len(keys)} page(s)"
+        head += f", {len(chosen)} listed from {payload.offset}." if len(chosen) < len(keys) else "."
+        return TextAnswer(structured=structured, texts=[head, "\n".join(lines)] if lines else [head])
 
     def exposed(self) -> list[Exposed]:
         common: dict[str, Any] = {
@@ -386,11 +420,11 @@ class RetrievalTools:
     # Resources -----------------------------------------------------------------
     def page_text(self, path: str) -> str:
         view = self.cache.view(self.source.default_run())
-        return view.text(view.document(path))
+        return view.text(self._document(view, path))
 
     def page_list(self, limit: int = 1000) -> list[tuple[str, str | None, str]]:
         view = self.cache.view(self.source.default_run())
-        return [(key, doc.title, doc.format) for key, doc in list(view.documents.items())[:limit]]
+        return [(self.shown(key), doc.title, doc.format) for key, doc in list(view.documents.items())[:limit]]
 
 
 def _result_path(uri: str, record_id: str | None) -> str:

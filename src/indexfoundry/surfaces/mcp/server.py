@@ -7,13 +7,14 @@ exposed with its strict input schema, output schema and annotations.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio.to_thread
 from mcp.server.auth.provider import AccessToken
@@ -30,9 +31,13 @@ from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
 from indexfoundry.surfaces.mcp.library_tools import LibraryTools
 from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunCache, RunSource
+from indexfoundry.surfaces.mcp.schemas import SCHEMA_URI_PREFIX, compact_schema
 from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, check_run_id, tokens_equal
 
 log = logging.getLogger("indexfoundry.mcp")
+
+ToolSet = Literal["docs", "all"]
+TOOL_SETS: tuple[ToolSet, ...] = ("docs", "all")
 
 PAGE_URI_PREFIX = "indexfoundry://pages/"
 PAGE_URI_TEMPLATE = PAGE_URI_PREFIX + "{+path}"
@@ -44,6 +49,10 @@ INSTRUCTIONS = (
     "the pages). The indexfoundry_* tools run the deterministic pipeline: connect → extract → "
     "normalize → index → serve (indexfoundry_pipeline_run runs all of them). Errors carry a code "
     "(error.code) and a suggestion."
+)
+DOCS_INSTRUCTIONS = (
+    "Searches indexed documentation: search_docs, then get_page or get_section for more context; "
+    "list_pages lists the pages. Errors carry a code (error.code) and a suggestion."
 )
 
 LIBRARY_INSTRUCTIONS = (
@@ -70,6 +79,12 @@ class ServerOptions:
     # Multi-library mode: NAME@VERSION targets (flags) and/or a libraries.yaml (re-read on change).
     libraries: list[LibraryEntry] = field(default_factory=list)
     libraries_file: Path | None = None
+    # Tool set: "docs" (search_docs, get_page, get_section, list_pages) or "all" (plus every
+    # pipeline tool). Default: "docs" in docs mode, else "all".
+    tools: ToolSet | None = None
+
+    def tool_set(self) -> ToolSet:
+        return self.tools or ("docs" if self.docs is not None else "all")
 
 
 class IndexFoundryMCP(MCPServer[Any]):
@@ -154,8 +169,9 @@ def create_server(
         # A docs server for agents: only the library tools (the listing stays small).
         exposed = LibraryTools(registry, cache, retrieval).exposed()
     else:
-        exposed = [from_spec(spec, context) for spec in load_tools().values()]
-        exposed.extend(retrieval.exposed())
+        exposed = retrieval.exposed()
+        if options.tool_set() == "all":
+            exposed.extend(from_spec(spec, context) for spec in load_tools().values())
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -182,7 +198,13 @@ def create_server(
         name="indexfoundry",
         title="IndexFoundry",
         version=__version__,
-        instructions=INSTRUCTIONS if registry is None else LIBRARY_INSTRUCTIONS,
+        instructions=(
+            LIBRARY_INSTRUCTIONS
+            if registry is not None
+            else INSTRUCTIONS
+            if options.tool_set() == "all"
+            else DOCS_INSTRUCTIONS
+        ),
         tools=[runner.sdk_tool(tool) for tool in exposed],
         lifespan=lifespan,
         token_verifier=StaticTokenVerifier(bearer_token) if bearer_token else None,
@@ -202,6 +224,21 @@ def create_server(
             return retrieval.page_text(path)
         except IndexFoundryError as error:
             raise ResourceError(error.one_line()) from None
+
+    schemas = {tool.name: tool.input_model for tool in exposed}
+
+    @server.resource(
+        SCHEMA_URI_PREFIX + "{name}",
+        name="tool-input-schema",
+        title="Full input schema of a tool",
+        description="The complete JSON Schema of a tool's arguments (tools/list shows large ones summarised)",
+        mime_type="application/schema+json",
+    )
+    def read_schema(name: str) -> str:
+        model = schemas.get(name)
+        if model is None:
+            raise ResourceError(f"NOT_FOUND: no tool named '{name}' — tools/list names the tools")
+        return json.dumps(compact_schema(model.model_json_schema()), ensure_ascii=False)
 
     return server, source
 
