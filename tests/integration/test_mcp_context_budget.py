@@ -54,6 +54,14 @@ def test_docs_mode_lists_only_the_four_docs_tools_within_8000_characters(tree, t
     assert _listing_size(tools) < DOCS_BUDGET, _listing_size(tools)
 
 
+def test_a_library_server_lists_only_its_docs_tools_within_8000_characters(tree, tmp_path: Path):
+    docs = tree(SAMPLE_DOCS)
+    args = ("--library", f"sample@1.0={docs}", "--runs-dir", str(tmp_path / "runs"), "--embedding-model", "hash")
+    tools = _listings(tmp_path, *args)
+    assert not any(t.name.startswith("indexfoundry_") for t in tools)
+    assert _listing_size(tools) < DOCS_BUDGET, _listing_size(tools)
+
+
 def test_the_full_listing_is_under_40000_characters_without_output_schemas_or_repeated_defs(tree, tmp_path: Path):
     docs = tree(SAMPLE_DOCS)
     args = ("--docs", str(docs), "--runs-dir", str(tmp_path / "runs"), "--embedding-model", "hash", "--tools", "all")
