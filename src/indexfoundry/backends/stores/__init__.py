@@ -232,6 +232,47 @@ def secret_env(conn: dict[str, Any], key: str, provider: str) -> str | None:
     return value
 
 
+# ---------------------------------------------------------------- remote clients
+def retrying(
+    call: Callable[..., Any], transient: Callable[[BaseException], bool], conn: dict[str, Any]
+) -> Callable[..., Any]:
+    """``call`` retried on transient network errors: ``connection.max_retries`` times (default 3),
+    backoff from ``connection.backoff_ms`` (default 500) doubling up to 30 s. Every store call
+    retried this way is idempotent (upserts and deletes by id, reads)."""
+    import tenacity
+
+    retries = int(conn.get("max_retries", 3))
+    first = int(conn.get("backoff_ms", 500)) / 1000
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        for attempt in tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(retries + 1),
+            wait=tenacity.wait_exponential(multiplier=first, min=first, max=30),
+            retry=tenacity.retry_if_exception(transient),
+            reraise=True,
+        ):
+            with attempt:
+                return call(*args, **kwargs)
+        raise AssertionError("unreachable")  # pragma: no cover - tenacity reraises
+
+    return wrapped
+
+
+class RetryingClient:
+    """A server client whose every method call goes through ``retrying`` (remote Qdrant, Milvus)."""
+
+    def __init__(self, client: Any, transient: Callable[[BaseException], bool], conn: dict[str, Any]) -> None:
+        self._client = client
+        self._transient = transient
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr) or name == "close":
+            return attr
+        return retrying(attr, self._transient, self._conn)
+
+
 # ---------------------------------------------------------------- opening
 def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
     """Open the configured store. Embedded stores live in the run unless a path/uri is configured."""

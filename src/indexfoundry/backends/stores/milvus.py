@@ -6,7 +6,9 @@ and optional ``db_name`` and ``index_type`` (``FLAT`` for Milvus Lite, ``AUTOIND
 server by default). Rows: ``id`` (namespaced chunk id), ``vector`` (cosine), ``text``,
 ``metadata`` (JSON, read back as is) and one dynamic field per metadata key, used by filters
 (Milvus filter expressions address plain field names only). The collection's properties
-record the model.
+record the model. A server's connection and calls are retried on network errors
+(``max_retries``, default 3; ``backoff_ms``, default 500), then fail with a recoverable
+``DB_ERROR``; insert requests are split to stay under 16 MB.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from indexfoundry.backends.stores import (
     Filter,
     Logic,
     Metadata,
+    RetryingClient,
     StoreHit,
     and_filters,
     checked_query,
@@ -32,6 +35,7 @@ from indexfoundry.backends.stores import (
     model_mismatch,
     namespace_filter,
     parse_where,
+    retrying,
     secret_env,
     with_namespace,
 )
@@ -52,9 +56,15 @@ _lite_clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 
 
+def transient(exc: BaseException) -> bool:
+    """A server that cannot be reached or is overloaded: worth retrying (a recoverable DB_ERROR)."""
+    text = " ".join(str(exc).split()).lower()
+    return any(word in text for word in ("unavailable", "timeout", "deadline", "connect", "rate limit"))
+
+
 def _db_error(action: str, exc: Exception) -> DbError:
     text = " ".join(str(exc).split())
-    recoverable = any(word in text.lower() for word in ("unavailable", "timeout", "deadline", "connect"))
+    recoverable = transient(exc)
     return DbError(
         f"Milvus {action} failed: {type(exc).__name__}: {text[:300]}",
         recoverable=recoverable,
@@ -123,7 +133,8 @@ class MilvusStore:
                     kwargs["token"] = token
                 if conn.get("db_name"):
                     kwargs["db_name"] = str(conn["db_name"])
-                self.client: Any = MilvusClient(**kwargs)
+                # MilvusClient connects at once; it and every call are retried on network errors.
+                self.client: Any = RetryingClient(retrying(MilvusClient, transient, conn)(**kwargs), transient, conn)
             else:
                 path = Path(uri)
                 path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,9 @@
 
 Connection: ``{path}`` for local mode (default: ``indexed/qdrant`` in the run), or ``{url}`` /
 ``{host, port, https}`` for a server, with ``api_key_env`` naming the variable holding its key.
-Point ids are UUIDs derived from the (namespaced) chunk id, which is kept in the payload
+A server's calls are retried on network errors and 429/5xx (``max_retries``, default 3;
+``backoff_ms``, default 500), then fail with a recoverable ``DB_ERROR``; batches are capped at
+256 points. Point ids are UUIDs derived from the (namespaced) chunk id, which is kept in the payload
 (``_id``); metadata is stored nested (``source.uri`` → ``{"source": {"uri": ...}}``) so that
 Qdrant's dotted keys address it in filters. The collection's metadata records the model.
 """
@@ -24,6 +26,7 @@ from indexfoundry.backends.stores import (
     Filter,
     Logic,
     Metadata,
+    RetryingClient,
     StoreHit,
     and_filters,
     model_mismatch,
@@ -43,9 +46,19 @@ _local_clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 
 
-def _db_error(action: str, exc: Exception) -> DbError:
+_TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def transient(exc: BaseException) -> bool:
+    """A network error or an overloaded server: worth retrying (and a recoverable DB_ERROR)."""
     name = type(exc).__name__.lower()
-    recoverable = any(word in name for word in ("connect", "timeout", "unavailable", "responsehandling"))
+    if getattr(exc, "status_code", None) in _TRANSIENT_STATUS:
+        return True
+    return any(word in name for word in ("connect", "timeout", "unavailable", "responsehandling"))
+
+
+def _db_error(action: str, exc: Exception) -> DbError:
+    recoverable = transient(exc)
     return DbError(
         f"Qdrant {action} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
         recoverable=recoverable,
@@ -131,14 +144,19 @@ class QdrantStore:
         self.remote = bool(conn.get("url") or conn.get("host"))
         try:
             if self.remote:
-                self.client: Any = QdrantClient(
+                client = QdrantClient(
                     url=conn.get("url"),
                     host=conn.get("host"),
                     port=int(conn.get("port", 6333)),
                     https=conn.get("https"),
                     api_key=secret_env(conn, "api_key_env", "qdrant"),
                     timeout=int(conn.get("timeout", 60)),
+                    # The version check runs in a background thread whose failure only warns;
+                    # a server that is away fails the first real call instead, with DB_ERROR.
+                    check_compatibility=bool(conn.get("check_compatibility", False)),
                 )
+                # Network errors and 429/5xx answers are retried with backoff, then DB_ERROR (recoverable).
+                self.client: Any = RetryingClient(client, transient, conn)
             else:
                 path = Path(conn["path"]) if conn.get("path") else default_path
                 path.mkdir(parents=True, exist_ok=True)
