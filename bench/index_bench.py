@@ -22,6 +22,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -172,6 +173,8 @@ def main() -> None:
     if args.one:
         print(json.dumps(run_one(args.one[0], int(args.one[1]), args.queries)))
         return
+    # A benchmark stopped by `timeout` (SIGTERM) still stops the PostgreSQL server it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rows = []
     pg_folder = Path(tempfile.mkdtemp(prefix="ifbench-pg-"))
     server = _start_pg(pg_folder) if "pgvector" in args.stores else None
