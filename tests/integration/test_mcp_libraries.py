@@ -143,3 +143,23 @@ def test_a_library_removed_from_libraries_yaml_is_no_longer_served(tmp_path: Pat
     assert [lib["version"] for lib in structured(after)["libraries"]] == ["1.0"]
     assert structured(now_latest)["searched"][0]["run_id"] == one
     assert error_code(gone) == "NOT_FOUND"
+
+
+def test_a_library_served_from_a_config_file_is_rebuilt_when_the_file_changes(tmp_path: Path, runs_dir: Path):
+    config = tmp_path / "widget.json"
+    config.write_text(json.dumps(_config(_docs(tmp_path, "widget", "1.0"))), encoding="utf-8")
+    spec = tmp_path / "libraries.yaml"
+    spec.write_text(f"libraries:\n  - {{name: widget, version: '1.0', source: {config.name}}}\n", encoding="utf-8")
+    server, _ = create_server(ServerOptions(runs_dir=runs_dir, libraries_file=spec, embedding_model="hash"))
+
+    async def main() -> tuple[Any, Any]:
+        async with Client(server) as client:
+            before = await client.call_tool("list_pages", {"library": "widget"})
+            config.write_text(json.dumps(_config(_docs(tmp_path, "widget", "1.0.1"))), encoding="utf-8")
+            after = await client.call_tool("list_pages", {"library": "widget"})
+            return before, after
+
+    before, after = anyio.run(main)
+    assert [p["path"] for p in structured(before)["pages"]][0] == "widget-1.0/install.md"
+    assert [p["path"] for p in structured(after)["pages"]][0] == "widget-1.0.1/install.md"
+    assert structured(after)["run_id"] != structured(before)["run_id"]

@@ -1,8 +1,9 @@
 """Many libraries, many versions, one MCP server (``--library NAME@VERSION=TARGET``, ``libraries.yaml``).
 
 A library version is served from a *target*: a run id (served as is), a pipeline config file
-(built once with ``api.pipeline_run``; a completed run of the same config is reused), or a docs
-folder (docs mode: built, reused and kept fresh as ``--docs`` does). Versions are compared with
+(built with ``api.pipeline_run``, a completed run of the same config reused, rebuilt on the
+previous run as base when the file changes), or a docs folder (docs mode: built, reused and
+kept fresh as ``--docs`` does). Versions are compared with
 ``packaging``'s PEP 440 rules; a version that is not PEP 440 only matches exactly and sorts
 below the others. A version query is an exact version, ``latest``, ``18.x`` / ``18.*``, or a
 range (``>=18 <19``, ``>=18,<19``, ``~=18.2``), and picks the highest match.
@@ -148,6 +149,14 @@ def pick_version(versions: list[str], query: str | None) -> str | None:
 
 
 # ---------------------------------------------------------------- serving
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size)
+
+
 @dataclass
 class Library:
     """One served library version and how its run is found."""
@@ -158,6 +167,7 @@ class Library:
     embedder: Any = None
     progress: Any = None
     _run_id: str | None = None
+    _config_stamp: tuple[int, int] | None = None
     _docs: DocsIndex | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -187,11 +197,14 @@ class Library:
                         path, self.runs_dir, embedding_model=self.embedding_model, embedder=self.embedder
                     )
                 return self._docs.ensure_fresh()
-            if self._run_id is None:
-                self._run_id = self._build(path)
+            stamp = _stamp(path)
+            if self._run_id is None or stamp != self._config_stamp:
+                # First use, or the config file changed: build (incrementally on the last run).
+                self._run_id = self._build(path, base=self._run_id)
+                self._config_stamp = stamp
             return self._run_id
 
-    def _build(self, path: Path) -> str:
+    def _build(self, path: Path, base: str | None = None) -> str:
         if not path.is_file():
             raise ConfigInvalid(
                 f"library {self.label}: '{path}' is not a run id, a config file or a folder",
@@ -201,6 +214,10 @@ class Library:
         previous = newest_run_of_config(self.runs_dir, sha256_json(frozen_config(config)))
         if previous is not None:
             return previous
+        if base is not None:
+            out = api.pipeline_run(config, runs_dir=self.runs_dir, embedder=self.embedder, base=base)
+            if out.status in ("completed", "partial"):
+                return out.run_id
         out = api.pipeline_run(config, runs_dir=self.runs_dir, embedder=self.embedder, progress=self.progress)
         if out.status not in ("completed", "partial"):
             raise IndexFoundryError(
