@@ -160,6 +160,6 @@ def test_a_library_served_from_a_config_file_is_rebuilt_when_the_file_changes(tm
             return before, after
 
     before, after = anyio.run(main)
-    assert [p["path"] for p in structured(before)["pages"]][0] == "widget-1.0/install.md"
-    assert [p["path"] for p in structured(after)["pages"]][0] == "widget-1.0.1/install.md"
+    assert structured(before)["pages"][0]["path"] == "widget-1.0/install.md"
+    assert structured(after)["pages"][0]["path"] == "widget-1.0.1/install.md"
     assert structured(after)["run_id"] != structured(before)["run_id"]
