@@ -4,8 +4,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+TORCH_PIN="torch==2.13.0"
+TORCH_CPU_INDEX="https://download.pytorch.org/whl/cpu"
+
+# The torch install commands, one per line, in the order they are tried. On Linux the public
+# index resolves torch to the CUDA build (+ ~20 nvidia/triton packages), so PyTorch's CPU index
+# comes first, for torch only, failing fast (no retries, short timeout) where it is unreachable;
+# then the default index. macOS and Windows wheels on PyPI are CPU-only already.
+# SETUP_OS overrides `uname -s` (tests print the commands for each platform).
+torch_commands() {
+  local os="${SETUP_OS:-$(uname -s)}"
+  if [ "$os" = "Linux" ]; then
+    echo "python -m pip install -q --retries 0 --timeout 10 --index-url $TORCH_CPU_INDEX $TORCH_PIN"
+  fi
+  echo "python -m pip install -q $TORCH_PIN"
+}
+
 extras=""
-[ "${1:-}" = "--dev" ] && extras="[dev]"
+case "${1:-}" in
+  --dev) extras="[dev]" ;;
+  --print-torch-command) torch_commands; exit 0 ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--dev | --print-torch-command]" >&2; exit 2 ;;
+esac
 
 # tesseract for PDF OCR (Debian/Ubuntu; skipped when present or when apt is not usable).
 if ! command -v tesseract >/dev/null 2>&1; then
@@ -38,6 +59,14 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 # CPU-only torch first: a plain 'torch' requirement would pull a multi-GB CUDA build.
-.venv/bin/python -m pip install -q "torch==2.13.0"
+installed=""
+while IFS= read -r command; do
+  # shellcheck disable=SC2086  # the command is a word list on purpose
+  if .venv/bin/$command 2>/dev/null; then installed="yes"; break; fi
+  echo "note: '$command' failed; trying the next way to install torch" >&2
+done < <(torch_commands)
+[ -n "$installed" ] || { echo "error: could not install $TORCH_PIN" >&2; exit 1; }
 .venv/bin/python -m pip install -q -e ".${extras}"
 echo "IndexFoundry is installed in .venv ($(.venv/bin/indexfoundry --version))" >&2
+echo "next: .venv/bin/indexfoundry pipeline run examples/docs.yaml && .venv/bin/indexfoundry search \"how do I install it\"" >&2
+echo "      .venv/bin/indexfoundry mcp --docs ./docs      # point an agent at a docs folder" >&2

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from indexfoundry import api
-from indexfoundry.pipeline.diff import config_changes, text_diff
+from indexfoundry.pipeline.diff import config_changes, render_markdown, text_diff
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_manifest, save_manifest
 from indexfoundry.surfaces.cli import app
@@ -96,3 +96,22 @@ def test_diff_of_an_unknown_run_is_run_not_found(tree, runs_dir: Path):
         assert error.code == "RUN_NOT_FOUND"
     else:
         raise AssertionError("expected RUN_NOT_FOUND")
+
+
+def test_markdown_without_flags_names_changed_documents_and_chunks_capped_with_the_counts_as_summary(
+    tree, runs_dir: Path
+):
+    docs = tree({f"d{i}.md": f"# Doc {i}\n\n## Part\n\nText {i}.\n\n## Other\n\nMore {i}.\n" for i in range(4)})
+    a = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, embedder=RecordingEmbedder()).run_id
+    for i in range(3):
+        (docs / f"d{i}.md").write_text(f"# Doc {i}\n\n## Part\n\nNew text {i}.\n\n## Other\n\nChanged {i}.\n")
+    b = api.pipeline_run(folder_config(docs), runs_dir=runs_dir, embedder=RecordingEmbedder()).run_id
+    out = api.diff(a, b, runs_dir=runs_dir, include_chunks=True)
+    md = render_markdown(out, max_documents=2, max_chunks=1)
+    assert md.index("| phase | added |") < md.index("**Changed documents**")  # the table is the summary
+    assert "- modified `docs/d0.md`" in md and "- modified `docs/d1.md`" in md
+    assert "docs/d3.md" not in md  # unchanged
+    assert "… 1 more documents" in md and "… 1 more chunks" in md
+    assert "````diff" not in md  # text diffs only with --include-chunks
+    cli = CliRunner().invoke(app, ["run", "diff", a, b, "--runs-dir", str(runs_dir), "--format", "markdown"])
+    assert cli.exit_code == 0 and "- modified `docs/d2.md`" in cli.output

@@ -335,8 +335,38 @@ def render_text(diff: RunDiffOutput) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(diff: RunDiffOutput) -> str:
-    """GitHub-flavoured markdown, ready to post as a pull request comment."""
+# A pull request comment names this many changed documents, and this many chunks of each.
+MAX_MD_DOCUMENTS = 25
+MAX_MD_CHUNKS = 5
+
+
+def _changed_documents(documents: list[DocumentChunkDiff], max_documents: int, max_chunks: int) -> list[str]:
+    """The changed documents and their changed chunks, capped, with "… N more" for the rest."""
+    lines = ["**Changed documents**", ""]
+    for doc in documents[:max_documents]:
+        lines.append(f"- {doc.change} `{doc.uri}`")
+        chunks = [f"added {_chunk_line(c, '`')}" for c in doc.added]
+        chunks += [f"removed {_chunk_line(c, '`')}" for c in doc.removed]
+        chunks += [f"modified {_modified_line(m, '`')}" for m in doc.modified]
+        lines += [f"  - {c}" for c in chunks[:max_chunks]]
+        if len(chunks) > max_chunks:
+            lines.append(f"  - … {len(chunks) - max_chunks} more chunks")
+    if len(documents) > max_documents:
+        lines.append(f"- … {len(documents) - max_documents} more documents")
+    lines.append("")
+    return lines
+
+
+def render_markdown(
+    diff: RunDiffOutput,
+    *,
+    with_text_diffs: bool = False,
+    max_documents: int = MAX_MD_DOCUMENTS,
+    max_chunks: int = MAX_MD_CHUNKS,
+) -> str:
+    """GitHub-flavoured markdown, ready to post as a pull request comment: the artifact-count
+    table as the summary, then the changed documents with their changed chunks (capped; the text
+    diffs of every chunk with ``with_text_diffs``, i.e. ``--include-chunks``)."""
     lines = ["### IndexFoundry run diff", "", f"`{diff.run_id_a}` → `{diff.run_id_b}`", ""]
     if diff.identical:
         lines.append("No content changes (timing fields ignored).")
@@ -361,6 +391,9 @@ def render_markdown(diff: RunDiffOutput) -> str:
             f"{s.documents_modified} modified documents."
         )
         lines.append("")
+        if not with_text_diffs:
+            lines += _changed_documents(diff.documents, max_documents, max_chunks)
+            return "\n".join(lines) + "\n"
         for doc in diff.documents:
             lines += ["<details>", f"<summary>{doc.change}: <code>{html.escape(doc.uri)}</code></summary>", ""]
             lines += [f"- added {_chunk_line(c, '`')}" for c in doc.added]

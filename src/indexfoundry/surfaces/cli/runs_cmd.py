@@ -73,7 +73,11 @@ def diff(
     include_chunks: bool = typer.Option(
         False, "--include-chunks", help="Also list chunks added/removed/modified per document, with text diffs."
     ),
-    fmt: str = typer.Option("text", "--format", help="text | markdown (a pull request comment) | json"),
+    fmt: str = typer.Option(
+        "text",
+        "--format",
+        help="text | markdown (a pull request comment: counts, changed documents and chunks) | json",
+    ),
     json_out: bool = Json,
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when the runs differ (like git diff)."),
 ) -> None:
@@ -86,11 +90,13 @@ def diff(
 
     if fmt not in ("text", "markdown", "json"):
         raise ConfigInvalid(f"unknown format '{fmt}'", suggestion="Use text, markdown or json")
-    out = api.diff(run_a, run_b, runs_dir=runs_dir, include_chunks=include_chunks)
+    markdown = fmt == "markdown" and not json_out
+    # A pull request comment always names the changed documents and chunks.
+    out = api.diff(run_a, run_b, runs_dir=runs_dir, include_chunks=include_chunks or markdown)
     if json_out or fmt == "json":
         print_json(out)
-    elif fmt == "markdown":
-        typer.echo(render_markdown(out), nl=False)
+    elif markdown:
+        typer.echo(render_markdown(out, with_text_diffs=include_chunks), nl=False)
     else:
         typer.echo(render_text(out), nl=False)
     if exit_code and not out.identical:
