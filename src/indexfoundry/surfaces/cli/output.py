@@ -12,6 +12,7 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
 stderr = Console(stderr=True)
 
@@ -42,20 +43,33 @@ class _Null:
 class RichProgress:
     """Progress bars on stderr, only when stderr is a terminal (never pollutes --json or logs)."""
 
-    def __init__(self, enabled: bool | None = None) -> None:
+    # Widths that fit an 80-column terminal whatever the label ("embed (local:all-MiniLM-L6-v2@…)"):
+    # label 24 (cut with …), bar 24, "123456/123456" 13, "0:00:00" 7, and the separating spaces.
+    LABEL_WIDTH = 24
+    BAR_WIDTH = 24
+
+    def __init__(self, enabled: bool | None = None, console: Console | None = None) -> None:
+        self.console = console or stderr
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
+
+    def progress(self) -> Progress:
+        """The rich ``Progress`` with fixed column widths (a long label is cut, never the count)."""
+        return Progress(
+            TextColumn(
+                "[bold]{task.description}",
+                table_column=Column(width=self.LABEL_WIDTH, no_wrap=True, overflow="ellipsis"),
+            ),
+            BarColumn(bar_width=self.BAR_WIDTH),
+            MofNCompleteColumn(table_column=Column(no_wrap=True)),
+            TimeElapsedColumn(table_column=Column(no_wrap=True)),
+            console=self.console,
+            transient=True,
+        )
 
     @contextmanager
     def task(self, description: str, total: int | None) -> Iterator[Any]:
         if not self.enabled:
             yield _Null()
             return
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=stderr,
-            transient=True,
-        ) as progress:
+        with self.progress() as progress:
             yield _Task(progress, progress.add_task(description, total=total))
