@@ -5,12 +5,22 @@ their code under the per-document limits (issue 20, findings 3 and 4)."""
 from __future__ import annotations
 
 import random
+import time
+from pathlib import Path
+
+import pytest
 
 from indexfoundry.models.config import NormalizeConfig
 from indexfoundry.models.records import ExtractedDocument
-from indexfoundry.phases.normalize.build import build_chunks
+from indexfoundry.phases.isolation import Limits
+from indexfoundry.phases.normalize.build import build_chunks, chunk_documents
 from indexfoundry.phases.normalize.chunkers import chunk_spans
+from indexfoundry.phases.normalize.positions import TextPositions
+from indexfoundry.storage.hashing import sha256_text
+from indexfoundry.storage.layout import RunLayout
 from tests.hostile.support import MB, bounded
+
+GOOD = "# Good\n\nA normal document that must still be chunked after the hostile ones.\n"
 
 
 def one_line_words(size: int, seed: int = 0) -> str:
@@ -39,8 +49,121 @@ def test_positions_of_chunks_in_a_20_mb_one_line_text_are_found_in_linear_time()
     # Re-encoding from the line start on every lookup took ~57 s for 20 MB (issue 20, finding 3).
     text = one_line_words(20 * MB)
     spans = chunk_spans(text, [], NormalizeConfig(chunk_strategy="fixed_chars"))
-    with bounded(seconds=30, peak_mb=400):
-        chunks = build_chunks(_document(text), text, spans)
-    last = chunks[-1]
-    assert last.position.byte_end == len(text[: spans[-1].end].encode("utf-8"))
-    assert {c.position.line_start for c in chunks} == {1}
+    start = time.monotonic()
+    positions = TextPositions(text)
+    offsets = [(positions.byte_of(s.start), positions.byte_of(s.end), positions.line_of(s.end)) for s in spans]
+    assert time.monotonic() - start < 20
+    assert offsets[-1][1] == len(text[: spans[-1].end].encode("utf-8"))
+    assert {line for _, _, line in offsets} == {1}
+
+
+def test_chunk_records_of_a_one_line_text_carry_exact_byte_offsets():
+    text = one_line_words(2 * MB)
+    spans = chunk_spans(text, [], NormalizeConfig())
+    chunks = build_chunks(_document(text), text, spans)
+    encoded = text.encode("utf-8")
+    for chunk in chunks[:: max(1, len(chunks) // 50)]:
+        piece = encoded[chunk.position.byte_start : chunk.position.byte_end].decode("utf-8")
+        assert piece == chunk.content.text
+
+
+# ------------------------------------------------------------------ finding 4: chunker memory
+def nested_list(size: int) -> str:
+    """An indented nested list of ``size`` characters: line i is indented by 2*i spaces, so
+    the deep lines are mostly indentation, longer than any chunk."""
+    lines: list[str] = []
+    total = 0
+    depth = 0
+    while total < size:
+        line = "  " * depth + f"- item {depth}\n"
+        lines.append(line)
+        total += len(line)
+        depth += 1
+    return "".join(lines)
+
+
+WHITESPACE_HEAVY = {
+    "nested-list": nested_list,
+    "spaces": lambda size: ("word" + " " * 997) * (size // 1001),
+    "blank-lines": lambda size: ("para\n" + "\n" * 995) * (size // 1000),
+    "tabs-and-crlf": lambda size: "x\t\t\t\r\n\r\n \t " * (size // 15),
+    "dots": lambda size: ". " * (size // 2),
+}
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "by_paragraph", "by_heading"])
+@pytest.mark.parametrize("shape", sorted(WHITESPACE_HEAVY))
+def test_whitespace_heavy_text_is_chunked_in_memory_bounded_by_its_chunks_not_its_separators(shape: str, strategy: str):
+    # One atom per separator made an indented list cost ~236 bytes per character (issue 20,
+    # finding 4): ~250 MB for this 1 MB. (by_page and fixed_chars share these splitters.)
+    text = WHITESPACE_HEAVY[shape](MB)
+    config = NormalizeConfig(chunk_strategy=strategy)  # type: ignore[arg-type]
+    with bounded(seconds=60, peak_mb=25):
+        spans = chunk_spans(text, [], config)
+    assert spans
+    assert all(s.length <= config.max_chars for s in spans)
+    assert all(text[s.start : s.end].strip() for s in spans)
+
+
+def test_a_long_paragraph_of_sentences_is_segmented_in_linear_time():
+    # pysbd is quadratic in its input (20 s for 70 KB, ~80 s for this 120 KB); it sees bounded windows.
+    text = "".join(f"Sentence number {i} is here. " for i in range(4_000))
+    start = time.monotonic()
+    spans = chunk_spans(text, [], NormalizeConfig(chunk_strategy="by_sentence"))
+    assert time.monotonic() - start < 40
+    assert spans[0].start == 0
+    assert all(s.length <= 1500 for s in spans)
+    assert all(text[s.start : s.end].endswith(".") for s in spans)
+
+
+# ------------------------------------------------------------------ per-document limits
+def _layout_with(tmp_path: Path, texts: dict[str, str]) -> tuple[RunLayout, list[ExtractedDocument]]:
+    layout = RunLayout(tmp_path / "run")
+    layout.extracted_dir.mkdir(parents=True)
+    documents: list[ExtractedDocument] = []
+    for name, text in texts.items():
+        key = sha256_text(name)
+        path = layout.extracted_text(key)
+        path.write_text(text, encoding="utf-8")
+        documents.append(
+            _document(text).model_copy(
+                update={
+                    "doc_id": sha256_text("doc:" + name),
+                    "uri": f"docs/{name}",
+                    "text_path": path.relative_to(layout.root).as_posix(),
+                }
+            )
+        )
+    return layout, documents
+
+
+def test_a_document_that_chunks_past_the_time_limit_fails_alone_with_chunk_error(tmp_path: Path):
+    slow = "".join(f"Sentence number {i} is here. " for i in range(200_000))  # minutes of pysbd
+    layout, documents = _layout_with(tmp_path, {"good.md": GOOD, "slow.txt": slow})
+    failed: dict[str, str] = {}
+    result = chunk_documents(
+        layout,
+        documents,
+        NormalizeConfig(chunk_strategy="by_sentence"),
+        on_error=lambda doc, error: failed.update({doc.uri: error.code}),
+        limits=Limits(workers=1, timeout_s=8, memory_mb=1024),
+    )
+    assert failed == {"docs/slow.txt": "CHUNK_ERROR"}
+    assert result.documents == 1
+    assert {c.doc_id for c in result.chunks} == {documents[0].doc_id}
+
+
+def test_a_document_that_chunks_past_the_memory_limit_fails_alone_with_chunk_error(tmp_path: Path):
+    # 4 MB of tiny paragraphs: ~65,000 chunks of min_chars, more than 64 MB of records.
+    tiny = "tiny paragraph\n\n" * (4 * MB // 16)
+    layout, documents = _layout_with(tmp_path, {"good.md": GOOD, "tiny.md": tiny})
+    failed: dict[str, str] = {}
+    result = chunk_documents(
+        layout,
+        documents,
+        NormalizeConfig(chunk_strategy="by_paragraph", min_chars=50),
+        on_error=lambda doc, error: failed.update({doc.uri: error.code}),
+        limits=Limits(workers=1, timeout_s=120, memory_mb=64),
+    )
+    assert failed == {"docs/tiny.md": "CHUNK_ERROR"}
+    assert result.documents == 1

@@ -17,7 +17,7 @@ from pydantic import Field
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
-from indexfoundry.models.config import ChunkStrategy, DedupeOptions, EnrichRules, NormalizeConfig
+from indexfoundry.models.config import ChunkStrategy, DedupeOptions, EnrichRules, ExtractConfig, NormalizeConfig
 from indexfoundry.models.records import DocumentChunk, ExtractedDocument
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
 from indexfoundry.storage.hashing import sha256_file, sha256_json
@@ -168,6 +168,15 @@ def _record(layout: RunLayout, tool_name: str, key: str, written: list[Path], ch
     record_tool_artifacts(layout, NormalizePhase(), "extract", tool_name, key, written, chunk_count, layout.chunks)
 
 
+def _run_extract_config(layout: RunLayout) -> ExtractConfig:
+    """The run's extraction settings (their limits bound chunking too); defaults without a config."""
+    from indexfoundry.storage.manifest import load_run_config
+
+    if not layout.config.is_file():
+        return ExtractConfig()
+    return load_run_config(layout).extract
+
+
 # ------------------------------------------------------------------ tools
 def _select_documents(layout: RunLayout, input_paths: list[str]) -> list[ExtractedDocument]:
     if not layout.documents.is_file():
@@ -204,7 +213,7 @@ def _select_documents(layout: RunLayout, input_paths: list[str]) -> list[Extract
 def normalize_chunk(payload: NormalizeChunkInput, runs_dir: str | Path | None = None, **_: Any) -> NormalizeChunkOutput:
     """Deterministic text chunking with multiple strategies (fixed_chars, by_paragraph, by_heading,
     by_page, by_sentence, recursive); writes normalized/chunks.jsonl with DocumentChunk records."""
-    from indexfoundry.phases.normalize.build import chunk_documents, chunk_stats, chunker_config
+    from indexfoundry.phases.normalize.build import chunk_documents, chunk_limits, chunk_stats, chunker_config
     from indexfoundry.storage.manifest import run_lock
 
     if payload.overlap_chars >= payload.max_chars:
@@ -237,7 +246,11 @@ def normalize_chunk(payload: NormalizeChunkInput, runs_dir: str | Path | None = 
             )
         errors: list[str] = []
         result = chunk_documents(
-            layout, documents, config, on_error=lambda doc, error: errors.append(f"{doc.uri}: {error.one_line()}")
+            layout,
+            documents,
+            config,
+            on_error=lambda doc, error: errors.append(f"{doc.uri}: {error.one_line()}"),
+            limits=chunk_limits(_run_extract_config(layout)),
         )
         stats = chunk_stats(result.documents, result.chunks, config, result.hard_cuts)
         layout.normalized_dir.mkdir(parents=True, exist_ok=True)

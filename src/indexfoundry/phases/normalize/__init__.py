@@ -17,6 +17,7 @@ from indexfoundry.phases.normalize.build import (
     build_chunks,
     chunk_documents,
     chunk_documents_remote,
+    chunk_limits,
     chunk_stats,
     chunker_config,
 )
@@ -39,7 +40,8 @@ def dedupe_options(config: NormalizeConfig) -> DedupeOptions | None:
 
 class NormalizePhase(Phase):
     name = "normalize"
-    version = "2"
+    # 3: separator runs are one atom; oversized paragraphs packed into max_chars parts (by_paragraph).
+    version = "3"
 
     def config_slice(self, config: PipelineConfig) -> Any:
         return config.normalize.model_dump(mode="json")
@@ -66,10 +68,13 @@ class NormalizePhase(Phase):
 
         with ctx.progress.task("normalize", total=len(documents)) as task:
             remote = ctx.remote_executor
+            limits = chunk_limits(ctx.config.extract)
             if remote is None:
-                result = chunk_documents(layout, documents, config, on_error=on_error, advance=task.advance)
+                result = chunk_documents(
+                    layout, documents, config, on_error=on_error, advance=task.advance, limits=limits
+                )
             else:
-                result = chunk_documents_remote(remote, layout, documents, config, on_error, task.advance)
+                result = chunk_documents_remote(remote, layout, documents, config, on_error, task.advance, limits)
         stats = chunk_stats(result.documents, result.chunks, config, result.hard_cuts)
         options = dedupe_options(config)
         if options is not None:

@@ -8,6 +8,7 @@ blank line inside a fence is never taken for a paragraph break.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -16,10 +17,13 @@ _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 # A GFM table delimiter row: dashes, colons and pipes only, with at least one dash.
 _TABLE_DELIM = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 
+# One or more lines holding only ASCII whitespace (each is blank: it ends a paragraph).
+_BLANK_LINES = re.compile(r"(?:[ \t\r\f\v]*+\n)++")  # possessive: no backtracking state per line
+
 BlockKind = Literal["text", "fence", "table"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Block:
     """[start, end) in characters; ``head_end`` ends a fence's opener line or a table's
     delimiter row; ``closer_start`` starts a fence's closing line (None if unclosed)."""
@@ -31,16 +35,10 @@ class Block:
     closer_start: int | None = None
 
 
-def line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """(start, end) of every line of [start, end), newline included."""
-    out: list[tuple[int, int]] = []
-    pos = start
-    while pos < end:
-        nl = text.find("\n", pos, end)
-        line_end = end if nl == -1 else nl + 1
-        out.append((pos, line_end))
-        pos = line_end
-    return out
+def _line_end(text: str, pos: int, end: int) -> int:
+    """End of the line starting at ``pos`` (after its newline), within ``end``."""
+    nl = text.find("\n", pos, end)
+    return end if nl == -1 else nl + 1
 
 
 def fence_closes(line: str, marker: str) -> bool:
@@ -64,55 +62,67 @@ def fence_opener(line: str) -> str | None:
     return marker
 
 
-def split_blocks(text: str, start: int, end: int) -> list[Block]:
-    """Blocks of [start, end) in order. Blank lines between blocks are left out."""
-    lines = line_spans(text, start, end)
-    blocks: list[Block] = []
+def split_blocks(text: str, start: int, end: int) -> Iterator[Block]:
+    """Blocks of [start, end) in order. Blank lines between blocks are left out.
+
+    Lines are read one at a time from the text (no list of every line: a text of blank
+    lines would otherwise cost ~100 bytes per character).
+    """
     para: int | None = None
     para_end = start
-
-    def flush() -> None:
-        nonlocal para
-        if para is not None:
-            blocks.append(Block(para, para_end, "text"))
-            para = None
-
-    i, n = 0, len(lines)
-    while i < n:
-        ls, le = lines[i]
+    pos = start
+    while pos < end:
+        blanks = _BLANK_LINES.match(text, pos, end)
+        if blanks is not None:  # fast path over a run of blank lines (one step, not one per line)
+            if para is not None:
+                yield Block(para, para_end, "text")
+                para = None
+            pos = blanks.end()
+            continue
+        ls, le = pos, _line_end(text, pos, end)
         body = text[ls:le].rstrip("\r\n")
         marker = fence_opener(body)
         if marker is not None:
-            flush()
+            if para is not None:
+                yield Block(para, para_end, "text")
+                para = None
             closer: int | None = None
-            j = i + 1
-            while j < n:
-                if fence_closes(text[lines[j][0] : lines[j][1]].rstrip("\r\n"), marker):
-                    closer = j
+            block_end = le
+            while block_end < end:
+                line_end = _line_end(text, block_end, end)
+                if fence_closes(text[block_end:line_end].rstrip("\r\n"), marker):
+                    closer = block_end
+                    block_end = line_end
                     break
-                j += 1
-            last = closer if closer is not None else n - 1
-            blocks.append(
-                Block(ls, lines[last][1], "fence", head_end=le, closer_start=lines[closer][0] if closer else None)
-            )
-            i = last + 1
+                block_end = line_end
+            yield Block(ls, block_end, "fence", head_end=le, closer_start=closer)
+            pos = block_end
             continue
-        if "|" in body and i + 1 < n:
-            delim = text[lines[i + 1][0] : lines[i + 1][1]].rstrip("\r\n")
+        if "|" in body and le < end:
+            delim_end = _line_end(text, le, end)
+            delim = text[le:delim_end].rstrip("\r\n")
             if "-" in delim and _TABLE_DELIM.match(delim) and ("|" in delim or body.strip().startswith("|")):
-                flush()
-                j = i + 2
-                while j < n and "|" in text[lines[j][0] : lines[j][1]] and text[lines[j][0] : lines[j][1]].strip():
-                    j += 1
-                blocks.append(Block(ls, lines[j - 1][1], "table", head_end=lines[i + 1][1]))
-                i = j
+                if para is not None:
+                    yield Block(para, para_end, "text")
+                    para = None
+                block_end = delim_end
+                while block_end < end:
+                    line_end = _line_end(text, block_end, end)
+                    row = text[block_end:line_end]
+                    if "|" not in row or not row.strip():
+                        break
+                    block_end = line_end
+                yield Block(ls, block_end, "table", head_end=delim_end)
+                pos = block_end
                 continue
         if not body.strip():
-            flush()
+            if para is not None:
+                yield Block(para, para_end, "text")
+                para = None
         else:
             if para is None:
                 para = ls
             para_end = le
-        i += 1
-    flush()
-    return blocks
+        pos = le
+    if para is not None:
+        yield Block(para, para_end, "text")

@@ -1,13 +1,21 @@
-"""From extracted documents to ``DocumentChunk`` records: shared by the phase and the tools."""
+"""From extracted documents to ``DocumentChunk`` records: shared by the phase and the tools.
+
+Each document is chunked as one job of the shared worker pool (``phases/isolation.py``),
+under the same time and memory limits as its extraction (``extract.timeout_s``,
+``extract.memory_mb``, ``extract.workers``): a document that a chunker cannot finish within
+them fails alone with CHUNK_ERROR and the run goes on.
+"""
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from indexfoundry.errors import IndexFoundryError
-from indexfoundry.models.config import NormalizeConfig
+from indexfoundry.errors import ChunkError, IndexFoundryError
+from indexfoundry.models.config import ExtractConfig, NormalizeConfig
 from indexfoundry.models.records import (
     ChunkContent,
     ChunkMetadata,
@@ -18,6 +26,7 @@ from indexfoundry.models.records import (
     PageExtraction,
 )
 from indexfoundry.phases.base import LazyItems
+from indexfoundry.phases.isolation import Limits, Stopped, default_workers, preload, run_isolated
 from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
 from indexfoundry.phases.normalize.positions import TextPositions
 from indexfoundry.storage.atomic import iter_jsonl
@@ -104,47 +113,22 @@ def build_chunks(doc: ExtractedDocument, text: str, spans: list[Span]) -> list[D
 
 def load_pages(layout: RunLayout, doc: ExtractedDocument) -> list[PageExtraction] | None:
     """The per-page extraction of a paged document, if it has one."""
+    return _pages(layout.root, doc)
+
+
+def _pages(root: Path, doc: ExtractedDocument) -> list[PageExtraction] | None:
     if not doc.pages_path:
         return None
-    return [PageExtraction.model_validate(p) for p in iter_jsonl(layout.root / doc.pages_path)]
+    return [PageExtraction.model_validate(p) for p in iter_jsonl(root / doc.pages_path)]
 
 
-@dataclass
-class ChunkResult:
-    """Chunks of many documents, with the counts the seed's stats need."""
-
-    chunks: list[DocumentChunk] = field(default_factory=list)
-    documents: int = 0
-    hard_cuts: int = 0
-    failed: list[tuple[ExtractedDocument, IndexFoundryError]] = field(default_factory=list)
+preload(["indexfoundry.phases.normalize.build", "pysbd"])
 
 
-def chunk_documents(
-    layout: RunLayout,
-    documents: list[ExtractedDocument],
-    config: NormalizeConfig,
-    on_error: Callable[[ExtractedDocument, IndexFoundryError], None] | None = None,
-    advance: Callable[[], None] | None = None,
-) -> ChunkResult:
-    """Chunk ``documents`` (in order). A document that fails is reported to ``on_error``
-    and skipped; without ``on_error`` the error is raised."""
-    result = ChunkResult()
-    for doc in documents:
-        try:
-            text = (layout.root / doc.text_path).read_text(encoding="utf-8")
-            spans = chunk_spans(text, doc.headings, config, load_pages(layout, doc))
-        except IndexFoundryError as error:
-            if on_error is None:
-                raise
-            on_error(doc, error)
-            result.failed.append((doc, error))
-        else:
-            result.documents += 1
-            result.hard_cuts += sum(1 for s in spans if s.hard_cut)
-            result.chunks.extend(build_chunks(doc, text, spans))
-        if advance is not None:
-            advance()
-    return result
+def chunk_limits(extract: ExtractConfig) -> Limits:
+    """The limits documents are chunked under: the extraction's own (workers, time, memory)."""
+    workers = default_workers() if extract.workers is None else extract.workers
+    return Limits(workers, extract.timeout_s, extract.memory_mb)
 
 
 @dataclass(frozen=True)
@@ -155,6 +139,18 @@ class ChunkJob:
     text: str
     pages: list[PageExtraction] | None
     config: NormalizeConfig
+    # The limits it runs under on a remote worker (in one limited process there, as locally).
+    limits: Limits | None = None
+
+
+@dataclass(frozen=True)
+class ChunkFileJob:
+    """One document to chunk in a local worker process: it reads its text from the run."""
+
+    root: str
+    doc: ExtractedDocument
+    config: NormalizeConfig
+    memory_mb: int
 
 
 @dataclass
@@ -166,13 +162,147 @@ class ChunkedDocument:
     error: IndexFoundryError | None = None
 
 
-def chunk_one(job: ChunkJob) -> ChunkedDocument:
-    """Chunk one document (pure: runs on any worker)."""
+def _guarded(doc: ExtractedDocument, memory_mb: int, work: Callable[[], ChunkedDocument]) -> ChunkedDocument:
+    """``work()`` with every failure turned into a CHUNK_ERROR (the isolation boundary of a job)."""
+    uri = doc.uri
     try:
-        spans = chunk_spans(job.text, job.doc.headings, job.config, job.pages)
+        return work()
     except IndexFoundryError as error:
         return ChunkedDocument(error=error)
-    return ChunkedDocument(build_chunks(job.doc, job.text, spans), sum(1 for s in spans if s.hard_cut))
+    except MemoryError:
+        return ChunkedDocument(
+            error=ChunkError(
+                f"{uri} needs more memory to chunk than the limit (extract.memory_mb = {memory_mb})",
+                suggestion="Raise extract.memory_mb, choose another chunk_strategy, or exclude the file",
+                details={"uri": uri, "limit": "memory"},
+            )
+        )
+    except RecursionError:
+        return ChunkedDocument(
+            error=ChunkError(
+                f"{uri} is nested too deeply to chunk", suggestion="Exclude the file", details={"uri": uri}
+            )
+        )
+    except OSError as exc:
+        return ChunkedDocument(
+            error=ChunkError(
+                f"cannot read the extracted text of {uri}: {exc}",
+                suggestion="Rerun extract with --force",
+                details={"uri": uri},
+            )
+        )
+    except Exception as exc:  # the job boundary: a chunker bug on one document must not end the run
+        return ChunkedDocument(
+            error=ChunkError(
+                f"{uri} could not be chunked: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+                suggestion="Choose another chunk_strategy or exclude the file, and report the problem with this file",
+                details={"uri": uri, "traceback": traceback.format_exc(limit=8)},
+            )
+        )
+
+
+def _chunked(
+    doc: ExtractedDocument, text: str, pages: list[PageExtraction] | None, config: NormalizeConfig
+) -> ChunkedDocument:
+    spans = chunk_spans(text, doc.headings, config, pages)
+    return ChunkedDocument(build_chunks(doc, text, spans), sum(1 for s in spans if s.hard_cut))
+
+
+def chunk_one(job: ChunkJob) -> ChunkedDocument:
+    """Chunk one document (pure: runs on any worker)."""
+    memory_mb = job.limits.memory_mb if job.limits else ExtractConfig().memory_mb
+    return _guarded(job.doc, memory_mb, lambda: _chunked(job.doc, job.text, job.pages, job.config))
+
+
+def chunk_file(job: ChunkFileJob) -> ChunkedDocument:
+    """Chunk one document of a run's folder (what a local worker process runs)."""
+
+    def work() -> ChunkedDocument:
+        root = Path(job.root)
+        text = (root / job.doc.text_path).read_text(encoding="utf-8")
+        return _chunked(job.doc, text, _pages(root, job.doc), job.config)
+
+    return _guarded(job.doc, job.memory_mb, work)
+
+
+def run_limited_chunk(job: ChunkJob) -> ChunkedDocument:
+    """One document in one limited worker process (what a remote task runs): the same time and
+    memory limits as a local run, the same CHUNK_ERROR when a document breaks them."""
+    limits = job.limits
+    if limits is None or limits.workers == 0:
+        return chunk_one(job)
+    single = Limits(1, limits.timeout_s, limits.memory_mb)
+    outcome = run_isolated([job], chunk_one, single)[0]
+    return _stopped(job.doc, outcome, single) if isinstance(outcome, Stopped) else outcome
+
+
+def _stopped(doc: ExtractedDocument, stopped: Stopped, limits: Limits) -> ChunkedDocument:
+    hint = "extract.timeout_s" if stopped.limit == "time" else "extract.memory_mb"
+    return ChunkedDocument(
+        error=ChunkError(
+            f"{doc.uri}: chunking {stopped.reason}",
+            suggestion=f"Raise {hint} (normalize runs under the extraction limits), choose another "
+            "chunk_strategy, or exclude the file",
+            details={
+                "uri": doc.uri,
+                "limit": stopped.limit,
+                "timeout_s": limits.timeout_s,
+                "memory_mb": limits.memory_mb,
+            },
+        )
+    )
+
+
+@dataclass
+class ChunkResult:
+    """Chunks of many documents, with the counts the seed's stats need."""
+
+    chunks: list[DocumentChunk] = field(default_factory=list)
+    documents: int = 0
+    hard_cuts: int = 0
+    failed: list[tuple[ExtractedDocument, IndexFoundryError]] = field(default_factory=list)
+
+    def add(
+        self,
+        doc: ExtractedDocument,
+        one: ChunkedDocument,
+        on_error: Callable[[ExtractedDocument, IndexFoundryError], None] | None,
+    ) -> None:
+        """Take one document's outcome (in document order); without ``on_error`` an error is raised."""
+        if one.error is not None:
+            if on_error is None:
+                raise one.error
+            on_error(doc, one.error)
+            self.failed.append((doc, one.error))
+            return
+        self.documents += 1
+        self.hard_cuts += one.hard_cuts
+        self.chunks.extend(one.chunks)
+
+
+def chunk_documents(
+    layout: RunLayout,
+    documents: list[ExtractedDocument],
+    config: NormalizeConfig,
+    on_error: Callable[[ExtractedDocument, IndexFoundryError], None] | None = None,
+    advance: Callable[[], None] | None = None,
+    limits: Limits | None = None,
+) -> ChunkResult:
+    """Chunk ``documents``, each as one job under ``limits`` (default: in this process, no
+    limits); chunks come out in document order. A document that fails is reported to
+    ``on_error`` (in document order) and skipped; without ``on_error`` the error is raised."""
+    limits = limits or Limits(0, ExtractConfig().timeout_s, ExtractConfig().memory_mb)
+    jobs = [ChunkFileJob(str(layout.root), doc, config, limits.memory_mb) for doc in documents]
+
+    def done(job: ChunkFileJob, outcome: ChunkedDocument | Stopped) -> None:
+        if advance is not None:
+            advance()
+
+    outcomes = run_isolated(jobs, chunk_file, limits, on_done=done)
+    result = ChunkResult()
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        result.add(job.doc, _stopped(job.doc, outcome, limits) if isinstance(outcome, Stopped) else outcome, on_error)
+    return result
 
 
 def chunk_documents_remote(
@@ -182,25 +312,21 @@ def chunk_documents_remote(
     config: NormalizeConfig,
     on_error: Callable[[ExtractedDocument, IndexFoundryError], None],
     advance: Callable[[], None],
+    limits: Limits | None = None,
 ) -> ChunkResult:
-    """``chunk_documents`` on a remote executor: one task per document, the text sent with it;
-    results (and errors) taken in document order, so the chunks are the same as here."""
+    """``chunk_documents`` on a remote executor: one task per document, the text sent with it,
+    each in one limited process on its worker; results (and errors) taken in document order,
+    so the chunks are the same as here."""
 
     def job(index: int) -> ChunkJob:
         doc = documents[index]
         text = (layout.root / doc.text_path).read_text(encoding="utf-8")
-        return ChunkJob(doc, text, load_pages(layout, doc), config)
+        return ChunkJob(doc, text, load_pages(layout, doc), config, limits)
 
-    done = executor.map(chunk_one, LazyItems(len(documents), job), on_result=lambda index, result: advance())
+    done = executor.map(run_limited_chunk, LazyItems(len(documents), job), on_result=lambda index, result: advance())
     result = ChunkResult()
     for doc, one in zip(documents, done, strict=True):
-        if one.error is not None:
-            on_error(doc, one.error)
-            result.failed.append((doc, one.error))
-            continue
-        result.documents += 1
-        result.hard_cuts += one.hard_cuts
-        result.chunks.extend(one.chunks)
+        result.add(doc, one, on_error)
     return result
 
 

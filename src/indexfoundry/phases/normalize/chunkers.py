@@ -5,12 +5,20 @@ from its position.
 The one exception is a table or code fence too long for one chunk: its parts after the first
 repeat the table's header rows (or re-open the fence) as a ``prefix``, and a cut fence is
 closed again with a ``suffix``; the chunk text is then ``prefix + slice + suffix``.
+
+Memory is bounded by design: atoms (the pieces between separators) are produced and packed
+as streams, so a chunker holds the atoms of about one chunk at a time, never one object per
+separator of the document; and a run of one separator (an indentation of 10,000 spaces, a
+page of blank lines) is one atom, not one per character.
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import cache
 
 from indexfoundry.errors import ChunkError
 from indexfoundry.models.config import NormalizeConfig
@@ -25,7 +33,7 @@ _SENTENCE_SEPS = ["\n", "; ", ", ", " "]
 PAGE_JOINER = "\n\n"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Span:
     """A chunk before it becomes a ``DocumentChunk``: [start, end) in characters.
 
@@ -51,7 +59,7 @@ class Span:
         return self.prefix + text[self.start : self.end] + self.suffix
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Atom:
     """A unit chunkers pack together; atoms with a prefix start a chunk, with a suffix end one."""
 
@@ -72,86 +80,127 @@ class Section:
 
 
 # ------------------------------------------------------------------ splitting and packing
-def split_atoms(text: str, start: int, end: int, seps: list[str], max_chars: int) -> list[tuple[int, int, bool]]:
-    """Split [start, end) into contiguous pieces of at most ``max_chars``.
+@cache
+def _separator_run(sep: str) -> re.Pattern[str]:
+    # Possessive: a plain group repetition keeps ~32 bytes of backtracking state per repetition.
+    return re.compile(f"(?:{re.escape(sep)})++")
 
-    Tries each separator in turn (the separator stays at the end of the piece before it);
-    a piece with no separator left is hard-cut at ``max_chars`` (flagged True).
+
+def split_atoms(text: str, start: int, end: int, seps: list[str], max_chars: int) -> Iterator[tuple[int, int, bool]]:
+    """Split [start, end) into contiguous pieces of at most ``max_chars``, in order.
+
+    Tries each separator in turn; a run of the separator stays at the end of the piece before
+    it (one piece per run, not per repetition). A piece with no separator left is hard-cut at
+    ``max_chars`` (flagged True).
     """
     if end - start <= max_chars:
-        return [(start, end, False)]
+        yield (start, end, False)
+        return
     for i, sep in enumerate(seps):
         if not sep or text.find(sep, start, end) == -1:
             continue
-        out: list[tuple[int, int, bool]] = []
+        run = _separator_run(sep)
         pos = start
         while pos < end:
             idx = text.find(sep, pos, end)
-            piece_end = end if idx == -1 else min(idx + len(sep), end)
-            if piece_end - pos <= max_chars:
-                out.append((pos, piece_end, False))
+            if idx == -1:
+                idx = piece_end = end
             else:
-                out.extend(split_atoms(text, pos, piece_end, seps[i + 1 :], max_chars))
+                match = run.match(text, idx, end)
+                piece_end = match.end() if match else min(idx + len(sep), end)
+            if piece_end - pos <= max_chars:
+                yield (pos, piece_end, False)
+            elif piece_end - idx > max_chars:
+                # A run of the separator longer than a chunk: the text before it is split
+                # further, the run itself cut in windows (a cut inside a run is no hard cut;
+                # splitting it at finer separators would give one piece per repetition).
+                if idx > pos:
+                    yield from split_atoms(text, pos, idx, seps[i + 1 :], max_chars)
+                for s in range(idx, piece_end, max_chars):
+                    yield (s, min(s + max_chars, piece_end), False)
+            else:
+                yield from split_atoms(text, pos, piece_end, seps[i + 1 :], max_chars)
             pos = piece_end
-        return out
-    return [(s, min(s + max_chars, end), True) for s in range(start, end, max_chars)]
+        return
+    for s in range(start, end, max_chars):
+        yield (s, min(s + max_chars, end), True)
 
 
 def _fits(first: Atom, last: Atom, max_chars: int) -> bool:
     return len(first.prefix) + (last.end - first.start) + len(last.suffix) <= max_chars
 
 
-def pack(atoms: list[Atom], max_chars: int, overlap: int) -> list[Atom]:
+def pack(atoms: Iterable[Atom], max_chars: int, overlap: int) -> Iterator[Atom]:
     """Greedily pack contiguous atoms into chunks of at most ``max_chars``, with overlap.
 
     The next chunk starts at the trailing atoms of the previous one that fit in ``overlap``
     characters (never repeating a whole chunk, always making progress). Atoms with a prefix
-    only start a chunk and atoms with a suffix only end one.
+    only start a chunk and atoms with a suffix only end one. Reads ``atoms`` lazily and holds
+    only the atoms of the chunk being packed (plus one).
     """
-    chunks: list[Atom] = []
-    i, n = 0, len(atoms)
-    while i < n:
-        first = atoms[i]
-        j = i
+    stream = iter(atoms)
+    buf: list[Atom] = []  # buf[0] is the first atom of the chunk being packed
+
+    def fill(count: int) -> bool:
+        """Make ``buf`` hold ``count`` atoms; False if the stream ends first."""
+        while len(buf) < count:
+            atom = next(stream, None)
+            if atom is None:
+                return False
+            buf.append(atom)
+        return True
+
+    if not fill(1):
+        return
+    while True:
+        first = buf[0]
+        j = 0
         hard = first.hard
-        while j + 1 < n and not atoms[j].suffix and not atoms[j + 1].prefix and _fits(first, atoms[j + 1], max_chars):
+        while fill(j + 2) and not buf[j].suffix and not buf[j + 1].prefix and _fits(first, buf[j + 1], max_chars):
             j += 1
-            hard = hard or atoms[j].hard
-        chunks.append(Atom(first.start, atoms[j].end, hard, first.prefix, atoms[j].suffix))
-        if j + 1 >= n:
-            break
+            hard = hard or buf[j].hard
+        yield Atom(first.start, buf[j].end, hard, first.prefix, buf[j].suffix)
+        if not fill(j + 2):
+            return
         k = j + 1
-        if overlap and not atoms[j].suffix and not atoms[j + 1].prefix:
+        if overlap and not buf[j].suffix and not buf[j + 1].prefix:
             while (
-                k - 1 > i
-                and not atoms[k - 1].prefix
-                and atoms[j].end - atoms[k - 1].start <= overlap
-                and _fits(atoms[k - 1], atoms[j + 1], max_chars)
+                k - 1 > 0
+                and not buf[k - 1].prefix
+                and buf[j].end - buf[k - 1].start <= overlap
+                and _fits(buf[k - 1], buf[j + 1], max_chars)
             ):
                 k -= 1
-        i = k
-    return chunks
+        del buf[:k]
 
 
-def merge_atoms(atoms: list[tuple[int, int, bool]], max_chars: int, overlap: int) -> list[tuple[int, int, bool]]:
+def merge_atoms(
+    atoms: Iterable[tuple[int, int, bool]], max_chars: int, overlap: int
+) -> Iterator[tuple[int, int, bool]]:
     """``pack`` for plain (start, end, hard) tuples."""
-    packed = pack([Atom(s, e, h) for s, e, h in atoms], max_chars, overlap)
-    return [(a.start, a.end, a.hard) for a in packed]
+    for a in pack((Atom(s, e, h) for s, e, h in atoms), max_chars, overlap):
+        yield (a.start, a.end, a.hard)
 
 
-def pack_small(atoms: list[Atom], min_chars: int, max_chars: int) -> list[Atom]:
+def pack_small(atoms: Iterable[Atom], min_chars: int, max_chars: int) -> Iterator[Atom]:
     """Join an atom shorter than ``min_chars`` with its next neighbour (a short last atom with
     its previous one) while the result stays within ``max_chars``."""
-    out: list[Atom] = []
-    for atom in atoms:
-        if out:
-            prev = out[-1]
-            short = _length(prev) < min_chars or (atom is atoms[-1] and _length(atom) < min_chars)
+    stream = iter(atoms)
+    prev: Atom | None = None
+    atom = next(stream, None)
+    while atom is not None:
+        following = next(stream, None)
+        if prev is not None:
+            short = _length(prev) < min_chars or (following is None and _length(atom) < min_chars)
             if short and not prev.suffix and not atom.prefix and _fits(prev, atom, max_chars):
-                out[-1] = Atom(prev.start, atom.end, prev.hard or atom.hard, prev.prefix, atom.suffix)
+                prev = Atom(prev.start, atom.end, prev.hard or atom.hard, prev.prefix, atom.suffix)
+                atom = following
                 continue
-        out.append(atom)
-    return out
+            yield prev
+        prev = atom
+        atom = following
+    if prev is not None:
+        yield prev
 
 
 def _length(atom: Atom) -> int:
@@ -161,20 +210,18 @@ def _length(atom: Atom) -> int:
 def trim(text: str, start: int, end: int, keep_indent: bool = False) -> tuple[int, int]:
     """Shrink [start, end) so it neither starts nor ends with whitespace (with ``keep_indent``
     only blank lines are dropped at the start, so a code line keeps its indentation)."""
+    piece = text[start:end]
     if keep_indent:
-        while start < end and text[start] in "\r\n":
-            start += 1
-        if not text[start:end].strip():
-            start = end
+        body = piece.lstrip("\r\n")
+        if not body.strip():
+            return end, end
     else:
-        while start < end and text[start].isspace():
-            start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
+        body = piece.lstrip()
+    start += len(piece) - len(body)
+    return start, start + len(body.rstrip())
 
 
-def _trimmed(text: str, spans: list[Span]) -> list[Span]:
+def _trimmed(text: str, spans: Iterable[Span]) -> list[Span]:
     out: list[Span] = []
     for span in spans:
         s, e = trim(text, span.start, span.end, keep_indent=bool(span.prefix))
@@ -183,19 +230,18 @@ def _trimmed(text: str, spans: list[Span]) -> list[Span]:
     return out
 
 
-def _spans(atoms: list[Atom], **fields: object) -> list[Span]:
-    return [
-        Span(a.start, a.end, hard_cut=a.hard, prefix=a.prefix, suffix=a.suffix, **fields)  # type: ignore[arg-type]
-        for a in atoms
-    ]
+def _spans(atoms: Iterable[Atom], **fields: object) -> Iterator[Span]:
+    for a in atoms:
+        yield Span(a.start, a.end, hard_cut=a.hard, prefix=a.prefix, suffix=a.suffix, **fields)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ structured blocks
-def _plain_atoms(text: str, start: int, end: int, seps: list[str], max_chars: int) -> list[Atom]:
-    return [Atom(s, e, h) for s, e, h in split_atoms(text, start, end, seps, max_chars)]
+def _plain_atoms(text: str, start: int, end: int, seps: list[str], max_chars: int) -> Iterator[Atom]:
+    for s, e, h in split_atoms(text, start, end, seps, max_chars):
+        yield Atom(s, e, h)
 
 
-def _table_atoms(text: str, block: Block, max_chars: int) -> list[Atom]:
+def _table_atoms(text: str, block: Block, max_chars: int) -> Iterable[Atom]:
     """A table over ``max_chars`` split between rows; every part after the first repeats
     the header and delimiter rows as its prefix."""
     assert block.head_end is not None
@@ -205,12 +251,10 @@ def _table_atoms(text: str, block: Block, max_chars: int) -> list[Atom]:
     budget = max_chars - len(header)
     if budget < max_chars // 4:  # a header this large is not worth repeating
         return _plain_atoms(text, block.start, block.end, _PARAGRAPH_SEPS, max_chars)
-    rows: list[Atom] = [Atom(block.start, block.head_end)]
-    for row_start, row_end, hard in split_atoms(text, block.head_end, block.end, ["\n", " | ", " "], budget):
-        rows.append(Atom(row_start, row_end, hard, prefix=header))
     parts: list[Atom] = []
-    current = rows[0]
-    for row in rows[1:]:
+    current = Atom(block.start, block.head_end)
+    for row_start, row_end, hard in split_atoms(text, block.head_end, block.end, ["\n", " | ", " "], budget):
+        row = Atom(row_start, row_end, hard, prefix=header)
         if _fits(current, row, max_chars):
             current = Atom(current.start, row.end, current.hard or row.hard, current.prefix)
         else:
@@ -220,7 +264,7 @@ def _table_atoms(text: str, block: Block, max_chars: int) -> list[Atom]:
     return parts
 
 
-def _fence_atoms(text: str, block: Block, max_chars: int) -> list[Atom]:
+def _fence_atoms(text: str, block: Block, max_chars: int) -> Iterable[Atom]:
     """A code fence over ``max_chars`` split between lines; a cut part is closed again with
     the fence marker and the next part re-opens it with the opener line."""
     assert block.head_end is not None
@@ -235,8 +279,8 @@ def _fence_atoms(text: str, block: Block, max_chars: int) -> list[Atom]:
     budget = max_chars - len(opener) - len(close)
     if budget < max_chars // 4:
         return _plain_atoms(text, block.start, block.end, _PARAGRAPH_SEPS, max_chars)
-    lines = [Atom(s, e, h) for s, e, h in split_atoms(text, block.head_end, body_end, ["\n", " "], budget)]
-    bodies = pack(lines, budget, 0) or [Atom(block.head_end, body_end)]
+    lines = (Atom(s, e, h) for s, e, h in split_atoms(text, block.head_end, body_end, ["\n", " "], budget))
+    bodies = list(pack(lines, budget, 0)) or [Atom(block.head_end, body_end)]
     parts: list[Atom] = []
     for index, body in enumerate(bodies):
         first = index == 0
@@ -253,7 +297,7 @@ def _fence_atoms(text: str, block: Block, max_chars: int) -> list[Atom]:
     return parts
 
 
-def block_atoms(text: str, block: Block, max_chars: int) -> list[Atom]:
+def block_atoms(text: str, block: Block, max_chars: int) -> Iterable[Atom]:
     """A block as one atom when it fits, else its parts."""
     if block.end - block.start <= max_chars:
         return [Atom(block.start, block.end)]
@@ -264,12 +308,10 @@ def block_atoms(text: str, block: Block, max_chars: int) -> list[Atom]:
     return _plain_atoms(text, block.start, block.end, _PARAGRAPH_SEPS, max_chars)
 
 
-def structured_atoms(text: str, start: int, end: int, max_chars: int) -> list[Atom]:
+def structured_atoms(text: str, start: int, end: int, max_chars: int) -> Iterator[Atom]:
     """Atoms of [start, end): whole paragraphs, fences and tables, or their parts."""
-    atoms: list[Atom] = []
     for block in split_blocks(text, start, end):
-        atoms.extend(block_atoms(text, block, max_chars))
-    return atoms
+        yield from block_atoms(text, block, max_chars)
 
 
 # ------------------------------------------------------------------ recursive / fixed
@@ -278,7 +320,7 @@ def recursive_spans(text: str, config: NormalizeConfig, start: int = 0, end: int
     stop = len(text) if end is None else end
     atoms = split_atoms(text, start, stop, list(config.split_hierarchy), config.max_chars)
     merged = merge_atoms(atoms, config.max_chars, config.overlap_chars)
-    return _trimmed(text, [Span(s, e, hard_cut=h) for s, e, h in merged])
+    return _trimmed(text, (Span(s, e, hard_cut=h) for s, e, h in merged))
 
 
 def fixed_spans(text: str, config: NormalizeConfig) -> list[Span]:
@@ -301,9 +343,18 @@ def fixed_spans(text: str, config: NormalizeConfig) -> list[Span]:
 def paragraph_spans(text: str, config: NormalizeConfig) -> list[Span]:
     """The ``by_paragraph`` strategy: one chunk per paragraph (blank-line separated; code
     fences and tables count as one paragraph). Paragraphs under ``min_chars`` join the next
-    one; paragraphs over ``max_chars`` split at lines, sentences, then words."""
-    atoms = structured_atoms(text, 0, len(text), config.max_chars)
-    return _trimmed(text, _spans(pack_small(atoms, config.min_chars, config.max_chars)))
+    one; paragraphs over ``max_chars`` split at lines, sentences, then words, and the pieces
+    are packed into parts of up to ``max_chars`` (not one chunk per line or word)."""
+
+    def atoms() -> Iterator[Atom]:
+        for block in split_blocks(text, 0, len(text)):
+            if block.kind == "text" and block.end - block.start > config.max_chars:
+                pieces = _plain_atoms(text, block.start, block.end, _PARAGRAPH_SEPS, config.max_chars)
+                yield from pack(pieces, config.max_chars, 0)
+            else:
+                yield from block_atoms(text, block, config.max_chars)
+
+    return _trimmed(text, _spans(pack_small(atoms(), config.min_chars, config.max_chars)))
 
 
 def sentence_spans_of(text: str, config: NormalizeConfig, language: str | None = None) -> list[Span]:
@@ -313,14 +364,16 @@ def sentence_spans_of(text: str, config: NormalizeConfig, language: str | None =
     from indexfoundry.phases.normalize.sentences import segmenter_language, sentence_spans
 
     lang = language or segmenter_language(text)
-    atoms: list[Atom] = []
-    for block in split_blocks(text, 0, len(text)):
-        if block.kind != "text":
-            atoms.extend(block_atoms(text, block, config.max_chars))
-            continue
-        for s, e in sentence_spans(text, block.start, block.end, lang):
-            atoms.extend(_plain_atoms(text, s, e, _SENTENCE_SEPS, config.max_chars))
-    return _trimmed(text, _spans(pack(atoms, config.max_chars, config.overlap_chars)))
+
+    def atoms() -> Iterator[Atom]:
+        for block in split_blocks(text, 0, len(text)):
+            if block.kind != "text":
+                yield from block_atoms(text, block, config.max_chars)
+                continue
+            for s, e in sentence_spans(text, block.start, block.end, lang):
+                yield from _plain_atoms(text, s, e, _SENTENCE_SEPS, config.max_chars)
+
+    return _trimmed(text, _spans(pack(atoms(), config.max_chars, config.overlap_chars)))
 
 
 # ------------------------------------------------------------------ by_page
