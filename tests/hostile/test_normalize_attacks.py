@@ -18,7 +18,7 @@ from indexfoundry.phases.normalize.chunkers import chunk_spans
 from indexfoundry.phases.normalize.positions import TextPositions
 from indexfoundry.storage.hashing import sha256_text
 from indexfoundry.storage.layout import RunLayout
-from tests.hostile.support import MB, bounded
+from tests.hostile.support import MB, bounded, hostile_config, run_pipeline_measured
 
 GOOD = "# Good\n\nA normal document that must still be chunked after the hostile ones.\n"
 
@@ -167,3 +167,54 @@ def test_a_document_that_chunks_past_the_memory_limit_fails_alone_with_chunk_err
     )
     assert failed == {"docs/tiny.md": "CHUNK_ERROR"}
     assert result.documents == 1
+
+
+# ------------------------------------------------------------------ the issue's two documents, end to end
+def _indented_list_file(path: Path, size: int) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        written = depth = 0
+        while written < size:
+            line = "  " * depth + f"- item {depth}\n"
+            handle.write(line)
+            written += len(line)
+            depth += 1
+
+
+def _one_line_file(path: Path, size: int) -> None:
+    """``size`` bytes (just under: the size limit is 50 MB) of words on one line."""
+    with path.open("wb") as handle:
+        written = seed = 0
+        while written < size:
+            piece = (one_line_words(MB, seed=seed) + " ").encode("utf-8")[: size - written]
+            handle.write(piece.decode("utf-8", "ignore").encode("utf-8"))
+            written += len(piece)
+            seed += 1
+
+
+DOCUMENTS = {
+    "one-line-49mb.md": lambda path: _one_line_file(path, 49 * MB),
+    "indented-36mb.md": lambda path: _indented_list_file(path, 36 * MB),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(DOCUMENTS))
+def test_the_issues_49_mb_one_line_and_36_mb_indented_documents_finish_or_fail_alone_in_2_minutes_and_2_gb(
+    name: str, tmp_path: Path, runs_dir: Path
+):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text(GOOD)
+    DOCUMENTS[name](folder / name)
+    config = hostile_config(folder, timeout_s=60, memory_mb=2048, workers=1)
+    config["connect"]["sources"][0]["max_file_size_mb"] = 50
+    # Language detection costs a few ms per chunk (linear, ~36,000 chunks here): it is not the attack.
+    config["normalize"]["detect_language"] = False
+    result = run_pipeline_measured(config, tmp_path, runs_dir, timeout=300)
+    codes = result.codes()
+    assert "docs/good.md" not in codes
+    assert set(codes.values()) <= {"CHUNK_ERROR", "PARSE_ERROR"}, codes
+    assert result.status in {"completed", "partial"}
+    assert result.chunks > 0
+    assert result.seconds < 120
+    assert result.maxrss_mb < 2048

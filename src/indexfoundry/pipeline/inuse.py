@@ -16,11 +16,11 @@ from pathlib import Path
 from indexfoundry.storage.atomic import atomic_write_text
 from indexfoundry.storage.layout import inuse_dir, is_run_id
 
-_KIND = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
 
 def _mark_path(runs_dir: Path, run_id: str, kind: str, pid: int) -> Path:
-    if not is_run_id(run_id) or not _KIND.match(kind):
+    if not is_run_id(run_id) or not _KIND.fullmatch(kind):
         raise ValueError(f"bad in-use mark {run_id!r} {kind!r}")
     return inuse_dir(runs_dir) / f"{run_id}.{kind}.{pid}"
 

@@ -32,7 +32,7 @@ PHASE_DIRS: dict[str, str] = {
     "serve": "served",
 }
 
-_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 # A run id prefix, as `git` takes a commit prefix: hex digits and dashes, at least 4 characters.
 _PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{3,35}")
@@ -45,7 +45,7 @@ CACHE_DIR_NAME = ".cache"
 
 def is_run_id(value: str) -> bool:
     """True if ``value`` has the shape of a run id (a lowercase UUID)."""
-    return bool(_UUID_RE.match(value))
+    return bool(_UUID_RE.fullmatch(value))
 
 
 def unique_run_prefix(runs_dir: Path, prefix: str) -> str:

@@ -31,7 +31,7 @@ from indexfoundry.models.config import VectorDbConfig
 
 # Most hits one query asks for while looking for top_k that pass the shared filter rule.
 MAX_LIMIT = 100000
-_NAME_OK = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+_NAME_OK = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")
 
 # One HTTP client per server and process: each holds a connection pool, and the search
 # service opens a store per request.
@@ -77,7 +77,7 @@ class ChromaStore:
         import chromadb
         from chromadb.config import Settings
 
-        if not _NAME_OK.match(config.collection):
+        if not _NAME_OK.fullmatch(config.collection):
             raise ConfigInvalid(
                 f"collection name '{config.collection}' is not valid for Chroma",
                 suggestion="Use 3-512 characters from a-z A-Z 0-9 . _ -, starting and ending alphanumeric",

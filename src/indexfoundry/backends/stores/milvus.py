@@ -43,7 +43,7 @@ from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.hashing import sha256_text
 
-_NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+_NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 MODEL_PROPERTY = "indexfoundry.embedding_model"
 DIMS_PROPERTY = "indexfoundry.dimensions"
 MAX_TEXT_BYTES = 65535
@@ -114,7 +114,7 @@ class MilvusStore:
             from pymilvus import MilvusClient
         except ImportError:
             raise missing_extra("pymilvus", "milvus", "the milvus vector store") from None
-        if not _NAME_OK.match(config.collection):
+        if not _NAME_OK.fullmatch(config.collection):
             raise ConfigInvalid(
                 f"collection name '{config.collection}' is not valid for Milvus",
                 suggestion="Use letters, digits and underscores, starting with a letter or underscore",

@@ -19,7 +19,7 @@ from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.extract import ExtractedText
 
-_HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
+_HEADING_STYLE = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t\u00a0]+")
 
 
@@ -30,7 +30,7 @@ def _heading_level(style: Any) -> int | None:
         name = (getattr(style, "name", None) or "").strip()
         if name.lower() == "title":
             return 1
-        match = _HEADING_STYLE.match(name)
+        match = _HEADING_STYLE.fullmatch(name)
         if match:
             return min(max(int(match.group(1)), 1), 6)
         style = getattr(style, "base_style", None)
