@@ -11,11 +11,11 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from indexfoundry import api
+from indexfoundry.app.tools.registry import load_tools
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.pipeline.inuse import mark_in_use
 from indexfoundry.storage.layout import RunLayout, is_run_id
-from indexfoundry.tools import load_tools
 from tests.conftest import folder_config, write_tree
 
 RUN_ID = "0190d5a8-7c2e-7b3a-9f1e-3c4d5e6f7a8b"
@@ -88,12 +88,12 @@ def test_run_ids_without_a_schema_pattern_are_refused_where_they_are_resolved(va
 
 @pytest.mark.parametrize("value", ["docs\n", "docs\r\n", "\ndocs", "docs "])
 def test_store_collection_names_with_a_newline_are_refused(value: str, tmp_path: Path):
-    from indexfoundry.phases.index.stores.chroma import ChromaStore
+    from indexfoundry.backends.stores.chroma import ChromaStore
 
     with pytest.raises(ConfigInvalid):
         ChromaStore(VectorDbConfig(collection=value), tmp_path / "chroma", tmp_path)
     pytest.importorskip("pymilvus")
-    from indexfoundry.phases.index.stores.milvus import MilvusStore
+    from indexfoundry.backends.stores.milvus import MilvusStore
 
     with pytest.raises(ConfigInvalid):
         MilvusStore(VectorDbConfig(provider="milvus", collection=value), tmp_path / "milvus.db")
