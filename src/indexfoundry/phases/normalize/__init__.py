@@ -24,6 +24,7 @@ from indexfoundry.phases.normalize.build import (
 from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
 from indexfoundry.phases.normalize.dedupe import dedupe_chunks, no_dedupe_report
 from indexfoundry.phases.normalize.enrich import effective_rules, enrich_chunks
+from indexfoundry.phases.normalize.window import token_window, window_stats
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl
 
 __all__ = ["NormalizePhase", "Span", "build_chunks", "chunk_spans", "chunker_config", "dedupe_options"]
@@ -44,7 +45,11 @@ class NormalizePhase(Phase):
     version = "3"
 
     def config_slice(self, config: PipelineConfig) -> Any:
-        return config.normalize.model_dump(mode="json")
+        data = config.normalize.model_dump(mode="json")
+        window = token_window(config.normalize, config.index)
+        if window is not None:  # the model's window shapes the chunks
+            data["token_window"] = window.describe()
+        return data
 
     def tool_versions(self) -> dict[str, str]:
         return {
@@ -61,6 +66,7 @@ class NormalizePhase(Phase):
         layout = ctx.layout
         config = ctx.config.normalize
         rules, detect = effective_rules(config)
+        window = token_window(config, ctx.config.index)
         documents = [ExtractedDocument.model_validate(row) for row in iter_jsonl(layout.documents)]
 
         def on_error(doc: ExtractedDocument, error: IndexFoundryError) -> None:
@@ -71,10 +77,12 @@ class NormalizePhase(Phase):
             limits = chunk_limits(ctx.config.extract)
             if remote is None:
                 result = chunk_documents(
-                    layout, documents, config, on_error=on_error, advance=task.advance, limits=limits
+                    layout, documents, config, on_error=on_error, advance=task.advance, limits=limits, window=window
                 )
             else:
-                result = chunk_documents_remote(remote, layout, documents, config, on_error, task.advance, limits)
+                result = chunk_documents_remote(
+                    remote, layout, documents, config, on_error, task.advance, limits, window
+                )
         stats = chunk_stats(result.documents, result.chunks, config, result.hard_cuts)
         options = dedupe_options(config)
         if options is not None:
@@ -83,6 +91,12 @@ class NormalizePhase(Phase):
             chunks, report = result.chunks, no_dedupe_report(len(result.chunks))
         chunks, enrichment = enrich_chunks(chunks, rules, detect)
         stats["chunks_after_dedupe"] = len(chunks)
+        stats.update(window_stats(window, [c.embedding_text() for c in chunks], result.split_for_window))
+        if stats.get("chunks_over_window"):
+            ctx.log(
+                f"warning: {stats['chunks_over_window']} chunk(s) are longer than the embedding model's "
+                f"{window.max_tokens if window else '?'}-token window; their tails are not embedded"
+            )
         atomic_write_jsonl(layout.chunks, chunks)
         atomic_write_json(layout.chunk_stats, {"stats": stats, "chunker_config": chunker_config(config)})
         atomic_write_json(layout.dedupe_report, report)

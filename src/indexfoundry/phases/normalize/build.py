@@ -29,6 +29,7 @@ from indexfoundry.phases.base import LazyItems
 from indexfoundry.phases.isolation import Limits, Stopped, default_workers, preload, run_isolated
 from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
 from indexfoundry.phases.normalize.positions import TextPositions
+from indexfoundry.phases.normalize.window import TokenWindow, fit_spans
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import chunk_id_for, sha256_json, sha256_text
 from indexfoundry.storage.layout import RunLayout
@@ -141,6 +142,7 @@ class ChunkJob:
     config: NormalizeConfig
     # The limits it runs under on a remote worker (in one limited process there, as locally).
     limits: Limits | None = None
+    window: TokenWindow | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ class ChunkFileJob:
     doc: ExtractedDocument
     config: NormalizeConfig
     memory_mb: int
+    window: TokenWindow | None = None
 
 
 @dataclass
@@ -160,6 +163,7 @@ class ChunkedDocument:
     chunks: list[DocumentChunk] = field(default_factory=list)
     hard_cuts: int = 0
     error: IndexFoundryError | None = None
+    split_for_window: int = 0
 
 
 def _guarded(doc: ExtractedDocument, memory_mb: int, work: Callable[[], ChunkedDocument]) -> ChunkedDocument:
@@ -202,16 +206,23 @@ def _guarded(doc: ExtractedDocument, memory_mb: int, work: Callable[[], ChunkedD
 
 
 def _chunked(
-    doc: ExtractedDocument, text: str, pages: list[PageExtraction] | None, config: NormalizeConfig
+    doc: ExtractedDocument,
+    text: str,
+    pages: list[PageExtraction] | None,
+    config: NormalizeConfig,
+    window: TokenWindow | None = None,
 ) -> ChunkedDocument:
     spans = chunk_spans(text, doc.headings, config, pages)
-    return ChunkedDocument(build_chunks(doc, text, spans), sum(1 for s in spans if s.hard_cut))
+    split = 0
+    if window is not None:
+        spans, split = fit_spans(text, spans, window)
+    return ChunkedDocument(build_chunks(doc, text, spans), sum(1 for s in spans if s.hard_cut), split_for_window=split)
 
 
 def chunk_one(job: ChunkJob) -> ChunkedDocument:
     """Chunk one document (pure: runs on any worker)."""
     memory_mb = job.limits.memory_mb if job.limits else ExtractConfig().memory_mb
-    return _guarded(job.doc, memory_mb, lambda: _chunked(job.doc, job.text, job.pages, job.config))
+    return _guarded(job.doc, memory_mb, lambda: _chunked(job.doc, job.text, job.pages, job.config, job.window))
 
 
 def chunk_file(job: ChunkFileJob) -> ChunkedDocument:
@@ -220,7 +231,7 @@ def chunk_file(job: ChunkFileJob) -> ChunkedDocument:
     def work() -> ChunkedDocument:
         root = Path(job.root)
         text = (root / job.doc.text_path).read_text(encoding="utf-8")
-        return _chunked(job.doc, text, _pages(root, job.doc), job.config)
+        return _chunked(job.doc, text, _pages(root, job.doc), job.config, job.window)
 
     return _guarded(job.doc, job.memory_mb, work)
 
@@ -260,6 +271,7 @@ class ChunkResult:
     chunks: list[DocumentChunk] = field(default_factory=list)
     documents: int = 0
     hard_cuts: int = 0
+    split_for_window: int = 0
     failed: list[tuple[ExtractedDocument, IndexFoundryError]] = field(default_factory=list)
 
     def add(
@@ -277,6 +289,7 @@ class ChunkResult:
             return
         self.documents += 1
         self.hard_cuts += one.hard_cuts
+        self.split_for_window += one.split_for_window
         self.chunks.extend(one.chunks)
 
 
@@ -287,12 +300,15 @@ def chunk_documents(
     on_error: Callable[[ExtractedDocument, IndexFoundryError], None] | None = None,
     advance: Callable[[], None] | None = None,
     limits: Limits | None = None,
+    window: TokenWindow | None = None,
 ) -> ChunkResult:
     """Chunk ``documents``, each as one job under ``limits`` (default: in this process, no
     limits); chunks come out in document order. A document that fails is reported to
-    ``on_error`` (in document order) and skipped; without ``on_error`` the error is raised."""
+    ``on_error`` (in document order) and skipped; without ``on_error`` the error is raised.
+    With a ``window``, chunks longer than the embedding model reads are split further
+    (``window.fit_spans``)."""
     limits = limits or Limits(0, ExtractConfig().timeout_s, ExtractConfig().memory_mb)
-    jobs = [ChunkFileJob(str(layout.root), doc, config, limits.memory_mb) for doc in documents]
+    jobs = [ChunkFileJob(str(layout.root), doc, config, limits.memory_mb, window) for doc in documents]
 
     def done(job: ChunkFileJob, outcome: ChunkedDocument | Stopped) -> None:
         if advance is not None:
@@ -313,6 +329,7 @@ def chunk_documents_remote(
     on_error: Callable[[ExtractedDocument, IndexFoundryError], None],
     advance: Callable[[], None],
     limits: Limits | None = None,
+    window: TokenWindow | None = None,
 ) -> ChunkResult:
     """``chunk_documents`` on a remote executor: one task per document, the text sent with it,
     each in one limited process on its worker; results (and errors) taken in document order,
@@ -321,7 +338,7 @@ def chunk_documents_remote(
     def job(index: int) -> ChunkJob:
         doc = documents[index]
         text = (layout.root / doc.text_path).read_text(encoding="utf-8")
-        return ChunkJob(doc, text, load_pages(layout, doc), config, limits)
+        return ChunkJob(doc, text, load_pages(layout, doc), config, limits, window)
 
     done = executor.map(run_limited_chunk, LazyItems(len(documents), job), on_result=lambda index, result: advance())
     result = ChunkResult()

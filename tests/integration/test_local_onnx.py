@@ -1,0 +1,126 @@
+"""``local`` under ONNX Runtime: batched, bit-identical whatever the batch, no torch once exported.
+
+Slow (``model``): the first use exports the packaged model to ONNX once, into the user cache
+(``$INDEXFOUNDRY_CACHE_DIR`` or ``~/.cache/indexfoundry``), which the rest of the suite then shares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexfoundry.backends.embedding.providers import (
+    embedding_backend,
+    l2_normalize,
+    local_st_embedder,
+    resolve_embedder,
+)
+
+pytestmark = pytest.mark.model
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+TEXTS = [
+    "Install the package with pip inside a virtual environment.",
+    "Change the theme colours in the configuration file.",
+    "short",
+    " ".join(f"token{i} word{i}" for i in range(60)),  # past tokenizer.json's 128-token default
+    " ".join(f"word{i}" for i in range(400)),  # past the model's 256-token window
+    "Navigation: the nav setting lists the pages in the order they appear.",
+    "Plugins extend the build; each one is a Python package with an entry point.",
+    "MkDocs builds a static site from Markdown files and one YAML configuration file.",
+    "Éléments accentués, ünïcödé and 漢字 mixed with ASCII text.",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def cache_dir() -> Iterator[Path]:
+    from indexfoundry.backends.embedding.onnx_fp32 import user_cache_dir
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("INDEXFOUNDRY_LOCAL_BACKEND", raising=False)
+        yield user_cache_dir()
+
+
+@pytest.fixture(scope="module")
+def onnx(cache_dir: Path):
+    embedder = resolve_embedder("local")
+    assert embedding_backend(embedder) == "onnxruntime"
+    return embedder
+
+
+def embed_in_batches(embedder, texts: list[str], size: int, seed: int) -> list[bytes]:
+    order = list(range(len(texts)))
+    random.Random(seed).shuffle(order)
+    out: dict[int, bytes] = {}
+    for start in range(0, len(order), size):
+        part = order[start : start + size]
+        vectors = embedder.embed([texts[i] for i in part])
+        for row, index in enumerate(part):
+            out[index] = vectors[row].tobytes()
+    return [out[i] for i in range(len(texts))]
+
+
+def test_local_vectors_are_bit_identical_whatever_the_batch_composition_and_size(onnx):
+    together = [v.tobytes() for v in onnx.embed(TEXTS)]
+    for size, seed in ((1, 0), (2, 1), (3, 2), (7, 3), (len(TEXTS), 4)):
+        assert embed_in_batches(onnx, TEXTS, size, seed) == together, f"batch size {size}"
+
+
+def test_local_onnx_matches_sentence_transformers_and_reads_256_tokens(onnx):
+    assert onnx._tokenizer.truncation["max_length"] == 256
+    ours = l2_normalize(onnx.embed(TEXTS[:-1]))
+    reference = l2_normalize(local_st_embedder().embed(TEXTS[:-1]))
+    cosines = (ours * reference).sum(axis=1)
+    assert float(cosines.min()) > 0.9999
+
+
+def test_the_model_id_names_the_onnx_file_and_its_hash_is_recorded_beside_it(onnx, cache_dir: Path):
+    from indexfoundry.storage.hashing import sha256_file
+
+    assert onnx.model_id.startswith("local:") and f"+onnx@{onnx.file_sha256[:12]}" in onnx.model_id
+    side = json.loads(Path(onnx.path).with_suffix(".json").read_text(encoding="utf-8"))
+    assert side["sha256"] == sha256_file(Path(onnx.path)) == onnx.file_sha256
+    assert set(side["exporter"]) == {"torch", "onnx", "onnxscript"}
+    assert Path(onnx.path).is_relative_to(cache_dir)
+
+
+def test_a_manifest_model_id_picks_the_backend_that_made_its_vectors(onnx):
+    assert resolve_embedder(onnx.model_id).model_id == onnx.model_id
+    fallback = local_st_embedder()
+    assert "+onnx@" not in fallback.model_id
+    assert embedding_backend(resolve_embedder(fallback.model_id)) == "sentence-transformers"
+
+
+def test_the_fallback_backend_is_chosen_by_the_environment(onnx, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("INDEXFOUNDRY_LOCAL_BACKEND", "sentence-transformers")
+    embedder = resolve_embedder("local")
+    assert embedding_backend(embedder) == "sentence-transformers"
+    assert embedder.model_id == local_st_embedder().model_id
+
+
+def test_embedding_with_an_exported_model_never_imports_torch(onnx, cache_dir: Path):
+    code = (
+        "import sys\n"
+        "from indexfoundry.backends.embedding.providers import resolve_embedder\n"
+        "e = resolve_embedder('local')\n"
+        "v = e.embed(['how do I add a page'])\n"
+        "print(e.model_id, v.shape[1], 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
+    )
+    env = {**os.environ, "INDEXFOUNDRY_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(SRC)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [onnx.model_id, "384", "False", "False"]
+
+
+def test_an_empty_call_returns_no_rows(onnx):
+    assert onnx.embed([]).shape == (0, 384)
+    assert np.all(np.isfinite(onnx.embed([""])))

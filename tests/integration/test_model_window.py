@@ -1,0 +1,59 @@
+"""Nothing cut by the model window: the default run on the mkdocs docs fits all-MiniLM-L6-v2's 256 tokens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from indexfoundry.models.config import IndexConfig, NormalizeConfig, parse_pipeline_config
+from indexfoundry.models.records import DocumentChunk
+from indexfoundry.phases.normalize.window import token_window
+from indexfoundry.pipeline.runner import create_run, execute, new_run_id
+from indexfoundry.storage.atomic import iter_jsonl, read_json
+from indexfoundry.storage.layout import RunLayout
+
+pytestmark = pytest.mark.corpora
+
+
+def normalize(folder: Path, runs_dir: Path, **normalize: object) -> RunLayout:
+    config = parse_pipeline_config(
+        {
+            "connect": {"sources": [{"type": "folder", "path": str(folder), "glob": "**/*.md"}]},
+            "normalize": {"detect_language": False, **normalize},
+        }
+    )
+    layout = RunLayout.for_run(runs_dir, new_run_id())
+    create_run(layout, config)
+    out = execute(layout, config, phases=["connect", "extract", "normalize"])
+    assert out.phases["normalize"].status == "completed"
+    return layout
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "by_heading"])
+def test_the_default_config_leaves_no_mkdocs_chunk_longer_than_the_model_window(
+    corpora: Path, runs_dir: Path, strategy: str, capsys: pytest.CaptureFixture[str]
+):
+    layout = normalize(corpora / "markdown/mkdocs-1.4.2/docs", runs_dir, chunk_strategy=strategy)
+    stats = read_json(layout.chunk_stats)["stats"]
+    assert stats["token_window"]["max_tokens"] == 256
+    assert stats["chunks_over_window"] == 0
+    assert stats["chunks_split_for_window"] > 0
+    chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(layout.chunks)]
+    window = token_window(NormalizeConfig(), IndexConfig())
+    assert window is not None
+    assert max(window.count([c.embedding_text() for c in chunks])) <= 256
+    assert "window" not in capsys.readouterr().err
+
+
+def test_a_run_warns_when_chunks_are_longer_than_the_window(
+    corpora: Path, runs_dir: Path, capsys: pytest.CaptureFixture[str]
+):
+    # 16 tokens: a breadcrumb alone can take more, so some chunks cannot fit.
+    layout = normalize(
+        corpora / "markdown/mkdocs-1.4.2/docs/about", runs_dir, chunk_strategy="by_heading", max_tokens=16
+    )
+    stats = read_json(layout.chunk_stats)["stats"]
+    assert stats["token_window"]["max_tokens"] == 16
+    assert stats["chunks_over_window"] > 0
+    assert "16-token window" in capsys.readouterr().err
