@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -46,8 +47,6 @@ from indexfoundry.storage.manifest import load_manifest, load_run_config
 
 # Candidates each mode contributes to hybrid fusion (at least; more when more results are wanted).
 HYBRID_CANDIDATES = 100
-# Candidates fetched from the vector store for any semantic request (at least).
-SEMANTIC_CANDIDATES = 50
 # Fields whose store value is a flattened list (joined text): never pushed into the store.
 _LIST_FIELDS = frozenset({"metadata.tags"})
 _MASK_CACHE_SIZE = 32
@@ -146,6 +145,7 @@ class SearchService:
         self._data: dict[str, dict[str, Any]] | None = None
         self._masks: OrderedDict[str, np.ndarray[Any, Any]] = OrderedDict()
         self._lock = threading.RLock()
+        self._executor: ThreadPoolExecutor | None = None
         self.profile = (
             RetrievalProfile.model_validate(read_json(layout.retrieval_profile))
             if layout.retrieval_profile.is_file()
@@ -216,10 +216,9 @@ class SearchService:
         # superset of membership, and every hit is checked with ``matches`` below.
         contains = self.config.index.vector_db.provider in CONTAINS_PROVIDERS
         where = store_where(filters, self.store_fields, contains)
-        # Never fewer than SEMANTIC_CANDIDATES: an approximate index then ranks the top of a small
-        # request exactly as the top of a larger one, so paging with offset stays consistent.
-        fetch = max(k, SEMANTIC_CANDIDATES)
-        fetch = min(total, fetch * 4 if needs_post_filter(filters, self.store_fields, contains) else fetch)
+        # Only what the request needs (top_k + offset); four times that when filters must be
+        # checked after the store answered, growing until enough hits pass.
+        fetch = min(total, k * 4 if needs_post_filter(filters, self.store_fields, contains) else k)
         vector = embed_queries(self.embedder, [query])[0]
         while True:
             hits = self.store.query(vector, fetch, where)
@@ -253,12 +252,20 @@ class SearchService:
     def hybrid(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
         """Semantic and keyword candidates fused as the profile's ``hybrid_config`` says."""
         pool = max(k, HYBRID_CANDIDATES)
-        fused = fuse(
-            self.semantic(query, pool, filters),
-            self.keyword(query, pool, filters),
-            self.profile.retrieval_config.hybrid_config,
-        )
-        return fused[:k]
+        # The two legs run at once: the query embedding and the vector search (ONNX Runtime,
+        # the store) and BM25's numpy scoring release the GIL for most of their time.
+        keyword = self._legs().submit(self.keyword, query, pool, filters)
+        try:
+            semantic = self.semantic(query, pool, filters)
+        finally:
+            lexical = keyword.result()
+        return fuse(semantic, lexical, self.profile.retrieval_config.hybrid_config)[:k]
+
+    def _legs(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid-keyword")
+            return self._executor
 
     def rank(self, query: str, mode: SearchMode, k: int, filters: list[SearchFilter] | None = None) -> Ranked:
         """The best ``k`` (chunk id, score) pairs for ``query`` in ``mode``, best first.
@@ -323,6 +330,9 @@ class SearchService:
 def close_service(service: SearchService) -> None:
     """Release the service's vector store connection (server stores hold one)."""
     with service._lock:
+        if service._executor is not None:
+            service._executor.shutdown(wait=True)
+            service._executor = None
         if service._store is not None:
             service._store.close()
             service._store = None
