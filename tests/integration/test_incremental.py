@@ -145,3 +145,24 @@ def test_pipeline_run_tool_accepts_a_base_run_id(hundred: Path, runs_dir: Path):
     )
     assert second.status == "completed"  # type: ignore[attr-defined]
     assert recorder.calls == []
+
+
+def test_a_rerun_in_place_after_one_edit_extracts_only_that_file_and_matches_a_fresh_run(
+    hundred: Path, runs_dir: Path, tmp_path: Path
+):
+    config = folder_config(hundred)
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    (hundred / "section2/doc042.md").write_text(_doc(42, "Usage note 42 was rewritten in place."))
+    recorder = RecordingEmbedder()
+    again = api.pipeline_run(config, runs_dir=runs_dir, run_id=first.run_id, embedder=recorder)
+    assert again.status == "completed"
+    layout = RunLayout(runs_dir / first.run_id)
+    extract = load_manifest(layout).phases["extract"]
+    assert (extract.details["reused"], extract.details["new"]) == (99, 1)
+    assert len(recorder.texts) == 1
+    scratch_runs = tmp_path / "scratch-runs"
+    scratch = api.pipeline_run(config, runs_dir=scratch_runs, embedder=RecordingEmbedder())
+    a = artifact_bytes(layout)
+    b = artifact_bytes(RunLayout(scratch_runs / scratch.run_id))
+    # upsert_stats.json counts the changes since the run's last index (1 updated, not 600 inserted).
+    assert {k for k in a if a.get(k) != b.get(k)} == {"indexed/upsert_stats.json"}

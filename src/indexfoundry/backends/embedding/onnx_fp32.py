@@ -376,8 +376,10 @@ class OnnxEmbedder:
             import tokenizers  # noqa: F401
         except ImportError as exc:
             raise missing_extra(exc.name or "onnxruntime", "onnx", "the local model under ONNX Runtime") from None
-        self.model_dir = local_model_path()
+        # The weights are hash-checked when they are exported; running the export needs only
+        # the tokenizer from the package (no 90 MB re-hash on every cold start).
         self.path = path or ensure_fp32_model()
+        self.model_dir = _packaged_model_dir()
         self.file_sha256 = file_sha256(self.path)
         self.dimensions = LOCAL_MODEL_DIMENSIONS
         self.model_id = f"local:{LOCAL_MODEL_NAME}@{LOCAL_MODEL_SHA256[:12]}+onnx@{self.file_sha256[:12]}"

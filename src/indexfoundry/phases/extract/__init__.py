@@ -24,7 +24,7 @@ from indexfoundry.phases.base import (
     package_version,
     upstream_artifact_hashes,
 )
-from indexfoundry.phases.extract.reuse import reuse_extracted
+from indexfoundry.phases.extract.reuse import reuse_extracted, reuse_source
 from indexfoundry.storage.atomic import (
     atomic_write_json,
     atomic_write_jsonl,
@@ -147,8 +147,9 @@ class ExtractPhase(Phase):
         jobs: list[ExtractJob] = []
         with ctx.progress.task("extract", total=len(raws)) as task:
             for index, raw in enumerate(raws):
-                # Incremental run: unchanged raw files take their extraction from the base run.
-                if ctx.base_layout is not None and reuse_extracted(ctx, raw, documents, written, warnings):
+                # Incremental run or rerun in place: unchanged raw files take their extraction
+                # from the base run (or this run's last committed extraction).
+                if reuse_source(ctx) is not None and reuse_extracted(ctx, raw, documents, written, warnings):
                     task.advance()
                     continue
                 # Everything else is extracted by extract_bytes(data, raw, config) in a worker.
@@ -226,7 +227,8 @@ class ExtractPhase(Phase):
                 "pdf_pages": pdf_stats["pages_processed"],
                 "workers": workers if jobs else 0,
             },
-            new=len(documents),
+            reused=ctx.reuse_counts.get("extract", 0),
+            new=len(documents) - ctx.reuse_counts.get("extract", 0),
             record_counts={"extracted/documents.jsonl": len(documents)},
         )
 

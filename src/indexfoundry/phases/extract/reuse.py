@@ -1,4 +1,5 @@
-"""Incremental runs (``pipeline run --base RUN``): take what did not change from the base run.
+"""Incremental runs (``pipeline run --base RUN``, and reruns in place): take what did not change
+from the base run (or from the run's own last committed phase).
 
 - connect: the connect phase itself uses ``ctx.base_layout`` (conditional requests for URLs;
   folder files are only copied).
@@ -58,8 +59,13 @@ def _base_phase(base: RunLayout, name: str) -> PhaseManifest | None:
 @functools.lru_cache(maxsize=4)
 def _load_extract_index(root: str, manifest_stamp: tuple[int, int], config_hash: str, tools_hash: str) -> _ExtractIndex:
     base = RunLayout(Path(root))
+    return _build_extract_index(base, _base_phase(base, "extract"), config_hash, tools_hash)
+
+
+def _build_extract_index(
+    base: RunLayout, phase: PhaseManifest | None, config_hash: str, tools_hash: str
+) -> _ExtractIndex:
     index = _ExtractIndex()
-    phase = _base_phase(base, "extract")
     if (
         phase is None
         or phase.config_hash != config_hash
@@ -84,19 +90,32 @@ def _load_extract_index(root: str, manifest_stamp: tuple[int, int], config_hash:
 
 
 def _extract_index(ctx: PhaseContext) -> _ExtractIndex | None:
-    base = ctx.base_layout
-    if base is None or not base.manifest.is_file():
-        return None
     from indexfoundry.phases.extract import ExtractPhase
 
     phase = ExtractPhase()
+    config_hash = sha256_json(phase.config_slice(ctx.config))
+    tools_hash = sha256_json({"version": phase.version, "tools": phase.tool_versions()})
+    base = ctx.base_layout
+    if base is None:
+        # A rerun in place reuses its own last committed extraction the same way: the raw
+        # manifest connect just wrote decides which files are unchanged (same uri, hash,
+        # options), the committed manifest's artifact hashes which files may be copied.
+        if ctx.previous_phase is None:
+            return None
+        if ctx.previous_phase.config_hash != config_hash or not ctx.layout.documents.is_file():
+            return None
+        return _build_extract_index(ctx.layout, ctx.previous_phase, config_hash, tools_hash)
+    if not base.manifest.is_file():
+        return None
     stat = base.manifest.stat()
-    return _load_extract_index(
-        str(base.root),
-        (stat.st_mtime_ns, stat.st_size),
-        sha256_json(phase.config_slice(ctx.config)),
-        sha256_json({"version": phase.version, "tools": phase.tool_versions()}),
-    )
+    return _load_extract_index(str(base.root), (stat.st_mtime_ns, stat.st_size), config_hash, tools_hash)
+
+
+def reuse_source(ctx: PhaseContext) -> RunLayout | None:
+    """Where unchanged extractions are copied from: the base run, or (rerun in place) this run."""
+    if ctx.base_layout is not None:
+        return ctx.base_layout
+    return ctx.layout if ctx.previous_phase is not None else None
 
 
 def reuse_extracted(
@@ -115,7 +134,7 @@ def reuse_extracted(
     docs = index.documents.get(_raw_key(raw))
     if not docs:
         return False
-    base = ctx.base_layout
+    base = reuse_source(ctx)
     assert base is not None
     copies: dict[Path, bytes] = {}
     for doc in docs:
