@@ -353,7 +353,7 @@ def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> F
     page = _static_text("index.html").replace("{{BASE_PATH}}", html.escape(base, quote=True))
     page = page.replace("{{TITLE}}", html.escape(settings.api_info.title))
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def index() -> HTMLResponse:
         return HTMLResponse(page, headers={"Content-Security-Policy": _PAGE_CSP})
 

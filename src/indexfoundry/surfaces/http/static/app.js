@@ -1,5 +1,7 @@
 // The search page: posts the query to the API and shows each result's source, breadcrumb and score.
-// Everything coming from the index is inserted with textContent (never as HTML).
+// Result text is markdown: rendered by marked, then sanitised by DOMPurify (no scripts, no event
+// handlers, no javascript: links) before it touches the page; everything else uses textContent.
+// The query and mode live in the URL (?q=...&mode=...), so a search can be shared and reloaded.
 (function () {
   "use strict";
   const base = document.body.dataset.basePath || "";
@@ -12,6 +14,57 @@
   const status = document.getElementById("status");
   const served = document.getElementById("served");
   const results = document.getElementById("results");
+  const scores = document.getElementById("scores");
+
+  function safeMarkdown(text) {
+    const holder = document.createElement("div");
+    holder.className = "text";
+    if (window.marked && window.DOMPurify) {
+      const html = window.marked.parse(text, { gfm: true, breaks: false });
+      holder.innerHTML = window.DOMPurify.sanitize(html, { FORBID_TAGS: ["style", "form", "input"] });
+      for (const a of holder.querySelectorAll("a")) {
+        a.target = "_blank";
+        a.rel = "noopener noreferrer";
+      }
+    } else {
+      holder.textContent = text;
+    }
+    return holder;
+  }
+
+  function terms(q) {
+    return Array.from(new Set(q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((t) => t.length > 1)));
+  }
+
+  // Wrap each query term in <mark>, walking text nodes only (no HTML is ever built from strings).
+  function highlight(root, words) {
+    if (!words.length) return;
+    const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    const pattern = new RegExp("(" + escaped.join("|") + ")", "giu");
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    for (const node of nodes) {
+      if (node.parentElement && node.parentElement.closest("code, pre, mark")) continue;
+      const parts = node.nodeValue.split(pattern);
+      if (parts.length < 2) continue;
+      const frag = document.createDocumentFragment();
+      parts.forEach((part, i) => frag.append(i % 2 ? el("mark", null, part) : document.createTextNode(part)));
+      node.replaceWith(frag);
+    }
+  }
+
+  function sourceLink(r) {
+    const label = r.source.uri + (r.position.page ? " p." + r.position.page : "");
+    if (/^https?:\/\//i.test(r.source.uri)) {
+      const a = el("a", "source", label);
+      a.href = r.source.uri;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+      return a;
+    }
+    return el("span", "source", label);
+  }
 
   keyInput.value = sessionStorage.getItem("indexfoundry-key") || "";
   keyInput.addEventListener("change", () => sessionStorage.setItem("indexfoundry-key", keyInput.value));
@@ -53,25 +106,31 @@
     }
   }
 
-  function render(list) {
+  function render(list, q) {
     results.replaceChildren();
+    const words = terms(q);
     for (const r of list) {
       const item = el("li", "result");
       const head = el("div", "head");
+      const crumb = r.breadcrumb || (r.metadata && r.metadata.heading_path) || (r.position && r.position.section);
+      head.append(el("span", "crumb", crumb || r.source.uri));
       head.append(el("span", "score", r.score.toFixed(3)));
-      head.append(el("span", "source", r.source.uri + (r.position.page ? " p." + r.position.page : "")));
-      const crumb = (r.metadata && r.metadata.heading_path) || (r.position && r.position.section);
-      if (crumb) head.append(el("span", "crumb", crumb));
       item.append(head);
-      const text = r.text.length > 600 ? r.text.slice(0, 600) + "…" : r.text;
-      item.append(el("p", "text", text));
+      item.append(sourceLink(r));
+      const text = r.text.length > 1200 ? r.text.slice(0, 1200) + "…" : r.text;
+      const body = safeMarkdown(text);
+      highlight(body, words);
+      item.append(body);
       item.dataset.chunkId = r.chunk_id;
       results.append(item);
     }
   }
 
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
+  async function search() {
+    const url = new URL(window.location.href);
+    url.searchParams.set("q", query.value);
+    url.searchParams.set("mode", mode.value);
+    history.replaceState(null, "", url);
     status.className = "muted";
     status.textContent = "Searching…";
     const started = performance.now();
@@ -88,13 +147,26 @@
         showError(body, "HTTP " + res.status);
         return;
       }
-      render(body.results);
+      render(body.results, query.value);
       const ms = Math.round(performance.now() - started);
       status.textContent = body.results.length ? body.results.length + " results in " + ms + " ms" : "No results";
+      scores.textContent = body.score_meaning ? "Scores (" + body.mode + "): " + body.score_meaning : "";
     } catch (e) {
       showError(null, "The API is not reachable.");
     }
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    search();
   });
 
-  loadInfo();
+  const params = new URLSearchParams(window.location.search);
+  if (params.get("mode")) mode.value = params.get("mode");
+  loadInfo().then(() => {
+    if (params.get("q")) {
+      query.value = params.get("q");
+      search();
+    }
+  });
 })();
