@@ -25,7 +25,9 @@ class LiveServer:
     def __init__(self, settings: HttpSettings) -> None:
         self.settings = settings
         self.app = create_app(settings)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **settings.proxy_options()
+        )
         self.server = uvicorn.Server(config)
         self.exit_code: int | str | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)

@@ -206,6 +206,7 @@ def run_server(settings: Any) -> None:
         timeout_graceful_shutdown=10,
         server_header=False,
         lifespan="on",
+        **settings.proxy_options(),
     )
     server = uvicorn.Server(config)
     # Our messages ("serving run ...", reload failures) go where uvicorn's go.

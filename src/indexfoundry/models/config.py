@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.base import Strict
@@ -353,6 +353,14 @@ class ServeConfig(Strict):
     cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (empty: none)")
     rate_limit: RateLimitConfig = Field(default_factory=RateLimitConfig, description="Per-client rate limit")
     log_requests: bool = Field(default=True, description="Log each request to the run's logs/requests.ndjson")
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Addresses or networks (CIDR) of reverse proxies whose X-Forwarded-For / X-Forwarded-Proto "
+            "headers are believed, for the rate limit and the request log; empty (default): none, the "
+            "connecting address is the client"
+        ),
+    )
     require_auth: bool = Field(default=False, description="Require an API key (written to the retrieval profile)")
     allowed_namespaces: list[str] | None = Field(
         default=None, description="Namespaces that may be searched (written to the retrieval profile)"
@@ -373,6 +381,20 @@ class ServeConfig(Strict):
     allowed_filters: list[AllowedFilter] | None = Field(
         default=None, description="Filterable fields and operators (None: the built-in list)"
     )
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_addresses(cls, value: list[str]) -> list[str]:
+        import ipaddress
+
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"trusted_proxies entry '{entry}' is not an IP address or network (e.g. 10.0.0.5, 10.0.0.0/24)"
+                ) from None
+        return value
 
 
 class ExecutionConfig(Strict):

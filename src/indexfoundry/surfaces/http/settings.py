@@ -26,6 +26,9 @@ class HttpSettings(Strict):
     cors_origins: list[str] = Field(default_factory=list, description="CORS origins")
     rate_limit: RateLimitConfig = Field(default_factory=RateLimitConfig, description="Per-client rate limit")
     log_requests: bool = Field(default=True, description="Write logs/requests.ndjson")
+    trusted_proxies: list[str] = Field(
+        default_factory=list, description="Proxies whose X-Forwarded-* headers are believed (empty: none)"
+    )
     require_auth: bool = Field(
         default=False,
         description="Require a key (also required whenever the served run's profile says so); shapes the spec",
@@ -56,6 +59,7 @@ class HttpSettings(Strict):
             "cors_origins": list(serve.cors_origins),
             "rate_limit": serve.rate_limit,
             "log_requests": serve.log_requests,
+            "trusted_proxies": list(serve.trusted_proxies),
             "require_auth": serve.require_auth,
             "api_keys_env": serve.api_keys_env,
             "api_key_file": Path(serve.api_key_file) if serve.api_key_file else None,
@@ -65,6 +69,14 @@ class HttpSettings(Strict):
         }
         data.update({key: value for key, value in overrides.items() if value is not None})
         return cls.model_validate(data)
+
+    def proxy_options(self) -> dict[str, Any]:
+        """uvicorn's proxy settings: X-Forwarded-For is believed only from ``trusted_proxies``.
+
+        uvicorn's own default trusts it from 127.0.0.1, so any local process (or a proxy that
+        passes the header through) could pick its address for the rate limit and the log.
+        """
+        return {"proxy_headers": bool(self.trusted_proxies), "forwarded_allow_ips": list(self.trusted_proxies)}
 
     @property
     def base_path(self) -> str:

@@ -84,7 +84,8 @@ def serve_http(
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # No proxy headers: uvicorn would otherwise believe X-Forwarded-For from 127.0.0.1.
+    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False)
 
 
 def _url_host(host: str) -> str:
