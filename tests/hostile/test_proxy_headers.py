@@ -80,3 +80,26 @@ def test_trusted_proxies_must_be_addresses_or_networks(entry: str):
 
 def test_no_proxy_is_trusted_by_default():
     assert ServeConfig().trusted_proxies == []
+
+
+# ------------------------------------------------------------------ "also found": what answers without a key
+KEY = "proxy-test-key-0123456789"
+
+
+def test_with_auth_on_the_spec_needs_a_key_and_only_health_and_the_static_page_shell_answer_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    runs_dir, run_id = tmp_path / "runs", make_run(tmp_path, serve={"require_auth": True})
+    monkeypatch.setenv("IF_PROXY_TEST_KEYS", KEY)
+    with live_server(runs_dir, run_id, api_keys_env="IF_PROXY_TEST_KEYS") as server, server.client() as client:
+        spec = client.get("/openapi.json")
+        assert spec.status_code == 401
+        assert spec.json()["error"]["code"] == "AUTH_REQUIRED"
+        with_key = client.get("/openapi.json", headers={"X-API-Key": KEY})
+        assert with_key.status_code == 200 and with_key.json()["openapi"].startswith("3.1")
+        assert client.get("/health").status_code == 200
+        root = server.root
+        page = client.get(root + "/")
+        assert page.status_code == 200
+        assert run_id not in page.text  # a static shell: no data of the run without a key
+        assert client.post("/search/semantic", json=SEARCH).status_code == 401

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, cast
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
@@ -239,7 +239,7 @@ def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> F
         title=settings.api_info.title,
         version=settings.api_info.version,
         description=settings.api_info.description or "Search an IndexFoundry index.",
-        openapi_url=f"{base}/openapi.json",
+        openapi_url=None,  # served below, behind the same key check as the data endpoints
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
@@ -352,6 +352,12 @@ def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> F
 
     page = _static_text("index.html").replace("{{BASE_PATH}}", html.escape(base, quote=True))
     page = page.replace("{{TITLE}}", html.escape(settings.api_info.title))
+
+    @app.get(f"{base}/openapi.json", include_in_schema=False)
+    def openapi_document(service: Service) -> JSONResponse:
+        """The OpenAPI spec. With authentication on it needs a key like the data endpoints: it names
+        the served run's filter fields and limits. (The page below is a static shell with no data.)"""
+        return JSONResponse(app.openapi())
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def index() -> HTMLResponse:
