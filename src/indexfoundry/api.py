@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from indexfoundry.app.export import LlmsTxtOutput
+from indexfoundry.app.freshness import FreshnessReport
 from indexfoundry.errors import ConfigInvalid, RunNotFound
 from indexfoundry.models.config import (
     ExecutionConfig,
@@ -280,8 +281,14 @@ def evaluate(
     embedding_model: str = "local",
     progress: Any = None,
     embedder: Any = None,
+    reranker: str | None = None,
+    top_k_to_rerank: int = 50,
 ) -> EvalResult:
-    """nDCG@10 / recall@100 / MRR@10 per mode: index a BEIR folder through the pipeline, or use a run."""
+    """nDCG@10 / recall@100 / MRR@10 per mode: index a BEIR folder through the pipeline, or use a run.
+
+    ``reranker`` (``cross-encoder:<folder>``, ``cohere:<model>``, ``http:<url>``) reranks the top
+    ``top_k_to_rerank`` candidates of every mode.
+    """
     from indexfoundry.app.eval import evaluate as run_evaluation
 
     return run_evaluation(
@@ -295,6 +302,30 @@ def evaluate(
         embedding_model=embedding_model,
         progress=progress,
         embedder=embedder,
+        reranker=reranker,
+        top_k_to_rerank=top_k_to_rerank,
+    )
+
+
+def check_freshness(
+    run_id: str,
+    *,
+    runs_dir: str | Path | None = None,
+    uris: list[str] | None = None,
+    sample: float | None = None,
+    max_seconds: float = 30.0,
+    local_only: bool = False,
+) -> FreshnessReport:
+    """Which sources of a run changed since it read them: files by hash, URLs by conditional GET."""
+    from indexfoundry.app.freshness import check_freshness as check
+
+    root = runs_dir_for(runs_dir)
+    return check(
+        RunLayout.existing(root, resolve_run_id(root, run_id)),
+        uris=uris,
+        sample=sample,
+        max_seconds=max_seconds,
+        local_only=local_only,
     )
 
 

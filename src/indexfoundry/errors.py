@@ -30,6 +30,7 @@ ErrorCode = Literal[
     "AUTH_REQUIRED",
     "RATE_LIMITED",
     "REQUEST_TOO_LARGE",
+    "RERANK_ERROR",
     "INTERNAL_ERROR",
 ]
 
@@ -148,6 +149,13 @@ class ChunkError(IndexFoundryError):
 
 class EmbedError(IndexFoundryError):
     code: ErrorCode = "EMBED_ERROR"
+
+
+class RerankError(IndexFoundryError):
+    """A reranker could not score; search falls back to the retrieval order with a warning."""
+
+    code: ErrorCode = "RERANK_ERROR"
+    recoverable = True
 
 
 class DbError(IndexFoundryError):

@@ -42,7 +42,7 @@ SEED_TOOLS = (
     "indexfoundry_run_diff",
     "indexfoundry_run_cleanup",
 )
-RETRIEVAL_TOOLS = ("search_docs", "get_page", "get_section", "list_pages")
+RETRIEVAL_TOOLS = ("search_docs", "get_page", "get_section", "list_pages", "check_freshness")
 
 
 def server_command(*args: str) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import schemathesis
@@ -43,7 +44,17 @@ def default_settings() -> HttpSettings:
 # The spec of a run whose serve config only switches rate limiting off; the fixture checks that it
 # is byte for byte the served/openapi.json the serve phase wrote for that run.
 SPEC = openapi_spec(default_settings())
-schema = schemathesis.openapi.from_dict(SPEC)
+
+
+def _without_cursor(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec minus the search body's ``cursor``: a cursor is an opaque token the server issued,
+    so a generated one is rightly refused (400); cursors are tested in test_budgets.py."""
+    copy = json.loads(json.dumps(spec))
+    copy["components"]["schemas"]["SearchBody"]["properties"].pop("cursor", None)
+    return copy
+
+
+schema = schemathesis.openapi.from_dict(_without_cursor(SPEC))
 
 
 @schema.parametrize()

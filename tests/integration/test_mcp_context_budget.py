@@ -47,7 +47,7 @@ def _listings(tmp_path: Path, *args: str) -> list[Any]:
     return anyio.run(main)
 
 
-def test_docs_mode_lists_only_the_four_docs_tools_within_8000_characters(tree, tmp_path: Path):
+def test_docs_mode_lists_only_the_docs_tools_within_8000_characters(tree, tmp_path: Path):
     docs = tree(SAMPLE_DOCS)
     tools = _listings(tmp_path, "--docs", str(docs), "--runs-dir", str(tmp_path / "runs"), "--embedding-model", "hash")
     assert sorted(t.name for t in tools) == sorted(RETRIEVAL_TOOLS)

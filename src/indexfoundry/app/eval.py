@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from indexfoundry.errors import ConfigInvalid, NotFound
-from indexfoundry.models.retrieval import SearchMode
+from indexfoundry.errors import ConfigInvalid, NotFound, RerankError
+from indexfoundry.models.retrieval import RerankerConfig, SearchMode
 from indexfoundry.retrieval.service import SearchService
 from indexfoundry.storage.atomic import atomic_write_text
 from indexfoundry.storage.hashing import canonical_json
@@ -49,9 +49,13 @@ class EvalResult:
     queries: int
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     rankings: dict[str, Rankings] = field(default_factory=dict)
+    reranker: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"metrics": self.metrics, "run_id": self.run_id, "queries": self.queries}
+        out: dict[str, Any] = {"metrics": self.metrics, "run_id": self.run_id, "queries": self.queries}
+        if self.reranker is not None:
+            out["reranker"] = self.reranker
+        return out
 
 
 # ---------------------------------------------------------------- reading BEIR files
@@ -167,7 +171,10 @@ def rank_documents(service: SearchService, query: str, mode: SearchMode, depth: 
     """The best ``depth`` documents for ``query``: each document scored by its best chunk."""
     k = depth
     while True:
-        ranked = service.rank(query, mode, k)
+        reranked, warnings = service.rank_reranked(query, mode, k)
+        if warnings:  # a measurement of the reranker must not quietly measure the retrieval order
+            raise RerankError(warnings[0], suggestion="Check the reranker, or evaluate without --reranker")
+        ranked = [(cid, score if rr is None else rr) for cid, score, rr in reranked]
         docs: dict[str, float] = {}
         for cid, score in ranked:
             docs.setdefault(document_key(service, cid), score)
@@ -218,7 +225,10 @@ def evaluate_service(
             f"{len(missing)} judged queries have no text (e.g. '{missing[0]}')",
             suggestion="Use the queries file that goes with the qrels",
         )
-    result = EvalResult(run_id=service.run_id, queries=len(judged))
+    cfg = service.reranker_config
+    result = EvalResult(
+        run_id=service.run_id, queries=len(judged), reranker=service.reranker.model_id if cfg.enabled else None
+    )
     for mode in modes:
         rankings: Rankings = {}
         for qid in judged:
@@ -294,8 +304,14 @@ def evaluate(
     embedding_model: str = "local",
     progress: Any = None,
     embedder: Any = None,
+    reranker: str | None = None,
+    top_k_to_rerank: int = 50,
 ) -> EvalResult:
-    """Evaluate a BEIR folder (indexed through the pipeline, or reusing its earlier run) or an existing run."""
+    """Evaluate a BEIR folder (indexed through the pipeline, or reusing its earlier run) or an existing run.
+
+    ``reranker`` (a ``reranker.model`` value) reranks the first ``top_k_to_rerank`` candidates
+    of every mode, whatever the run's profile says, so its gain can be measured on the same run.
+    """
     from indexfoundry import api
     from indexfoundry.retrieval.service import open_service
     from indexfoundry.storage.layout import RunLayout
@@ -322,6 +338,15 @@ def evaluate(
     root = runs_dir
     layout = RunLayout.existing(root, api.resolve_run_id(root, run_id))
     service = open_service(layout, embedder)
+    if reranker is not None:
+        try:
+            config = RerankerConfig(enabled=True, model=reranker, top_k_to_rerank=top_k_to_rerank)
+        except ValueError as exc:
+            raise ConfigInvalid(
+                f"bad --reranker '{reranker}': {exc}",
+                suggestion="Use cross-encoder:<folder>, cohere:<model> or http:<base_url>",
+            ) from None
+        service.use_reranker(config)
     query_texts, judgements = read_queries(queries), read_qrels(qrels)
     judged = sum(1 for q in query_texts if q in judgements)
     modes = modes_for(mode)

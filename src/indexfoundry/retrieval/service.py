@@ -14,8 +14,11 @@ them, and evaluated by one rule (``retrieval.filters.matches``) for every mode.
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,13 +26,16 @@ import numpy as np
 
 from indexfoundry.backends.embedding.providers import Embedder, embed_queries, resolve_embedder
 from indexfoundry.backends.keyword.bm25 import KeywordIndex
+from indexfoundry.backends.rerank import Reranker, resolve_reranker
 from indexfoundry.backends.stores import CONTAINS_PROVIDERS, VectorStore
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
 from indexfoundry.models.manifests import RunManifest
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import (
     SCORE_MEANING,
+    ExpandMode,
     HybridConfig,
+    RerankerConfig,
     RetrievalProfile,
     SearchFilter,
     SearchMode,
@@ -39,6 +45,15 @@ from indexfoundry.models.retrieval import (
 )
 from indexfoundry.phases.index import open_run_store
 from indexfoundry.phases.serve import default_profile
+from indexfoundry.retrieval.budget import (
+    TokenCounter,
+    counter_for,
+    cut_to_fit,
+    decode_cursor,
+    encode_cursor,
+    request_key,
+)
+from indexfoundry.retrieval.expand import Expander
 from indexfoundry.retrieval.filters import check_filters, matches, needs_post_filter, store_where
 from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.hashing import canonical_json
@@ -50,8 +65,15 @@ HYBRID_CANDIDATES = 100
 # Fields whose store value is a flattened list (joined text): never pushed into the store.
 _LIST_FIELDS = frozenset({"metadata.tags"})
 _MASK_CACHE_SIZE = 32
+# Reranked candidate lists kept per (query, mode, filters): paging with a cursor reranks once.
+_RERANK_CACHE_SIZE = 32
+# Budget of a request that passes a cursor but no max_tokens.
+DEFAULT_MAX_TOKENS = 8000
 
 Ranked = list[tuple[str, float]]
+# (chunk id, retrieval score, rerank score or None), best first.
+Reranked = list[tuple[str, float, float | None]]
+log = logging.getLogger(__name__)
 
 
 def _relative(ranking: Ranked) -> dict[str, float]:
@@ -134,6 +156,9 @@ class SearchService:
                 suggestion=f"Run 'indexfoundry index --run-id {layout.run_id}' or a full pipeline run",
             )
         self.indexed_at = index.completed_at
+        connect = self.manifest.phases.get("connect")
+        # When the run read each source (the connect phase records it per uri in its manifest).
+        self.fetched_at: dict[str, str] = dict(connect.details.get("fetched_at") or {}) if connect is not None else {}
         self.config = load_run_config(layout)
         self.vector_manifest: dict[str, Any] = read_json(layout.vector_manifest)
         self.model_id: str = self.vector_manifest["model_used"]
@@ -144,6 +169,10 @@ class SearchService:
         self._chunks: dict[str, DocumentChunk] | None = None
         self._data: dict[str, dict[str, Any]] | None = None
         self._masks: OrderedDict[str, np.ndarray[Any, Any]] = OrderedDict()
+        self._reranker_override: RerankerConfig | None = None
+        self._reranker: Reranker | None = None
+        self._reranked: OrderedDict[str, Reranked] = OrderedDict()
+        self._expander: Expander | None = None
         self._lock = threading.RLock()
         self._executor: ThreadPoolExecutor | None = None
         self.profile = (
@@ -279,13 +308,78 @@ class SearchService:
             return self.keyword(query, k, filters)
         return self.hybrid(query, k, filters)
 
+    # ------------------------------------------------------------------ reranking
+    @property
+    def reranker_config(self) -> RerankerConfig:
+        """The reranker block in force: the run's profile, or what ``use_reranker`` set."""
+        return self._reranker_override or self.profile.retrieval_config.reranker
+
+    def use_reranker(self, config: RerankerConfig | None) -> None:
+        """Rerank with ``config`` instead of the profile's block (``indexfoundry eval --reranker``)."""
+        with self._lock:
+            self._reranker_override = config
+            self._reranker = None
+            self._reranked.clear()
+
+    @property
+    def reranker(self) -> Reranker:
+        with self._lock:
+            if self._reranker is None:
+                self._reranker = resolve_reranker(self.reranker_config)
+            return self._reranker
+
+    def rerank_scores(self, query: str, chunk_ids: list[str]) -> list[float]:
+        """The reranker's score of each chunk for ``query`` (``RERANK_ERROR`` when it fails)."""
+        return self.reranker.score(query, [self.chunks[cid].content.text for cid in chunk_ids])
+
+    def _apply_rerank(self, query: str, ranked: Ranked) -> Reranked:
+        """The first ``top_k_to_rerank`` candidates in the reranker's order, then the rest as retrieved."""
+        cfg = self.reranker_config
+        head, tail = ranked[: cfg.top_k_to_rerank], ranked[cfg.top_k_to_rerank :]
+        scores = self.rerank_scores(query, [cid for cid, _ in head])
+        # Ties keep the retrieval order, so the ranking stays deterministic.
+        order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+        return [(head[i][0], head[i][1], round(scores[i], 6)) for i in order] + [(c, s, None) for c, s in tail]
+
+    def rank_reranked(
+        self, query: str, mode: SearchMode, k: int, filters: list[SearchFilter] | None = None
+    ) -> tuple[Reranked, list[str]]:
+        """Like ``rank``, then reranked when the reranker is enabled.
+
+        A reranker failure never empties the answer: the retrieval order is returned with a
+        warning saying why.
+        """
+        cfg = self.reranker_config
+        if not cfg.enabled:
+            return [(cid, score, None) for cid, score in self.rank(query, mode, k, filters)], []
+        pool = max(k, cfg.top_k_to_rerank)
+        key = canonical_json([query, mode, pool, [f.model_dump(mode="json") for f in filters or []]])
+        with self._lock:
+            cached = self._reranked.get(key)
+        if cached is not None:
+            return cached[:k], []
+        ranked = self.rank(query, mode, pool, filters)
+        try:
+            reranked = self._apply_rerank(query, ranked)
+        except IndexFoundryError as exc:
+            warning = f"reranking skipped, results are in retrieval order: {exc.one_line()}"
+            log.warning("%s", warning)
+            return [(cid, score, None) for cid, score in ranked[:k]], [warning]
+        with self._lock:
+            self._reranked[key] = reranked
+            while len(self._reranked) > _RERANK_CACHE_SIZE:
+                self._reranked.popitem(last=False)
+        return reranked[:k], []
+
     # ------------------------------------------------------------------ the request API
-    def _result(self, chunk_id: str, score: float) -> SearchResult:
+    def _result(self, chunk_id: str, score: float, rerank_score: float | None = None) -> SearchResult:
         chunk = self.chunks[chunk_id]
         return SearchResult(
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
             score=round(score, 6),
+            rerank_score=rerank_score,
+            fetched_at=self.fetched_at.get(chunk.source.uri),
             text=chunk.content.text,
             source=chunk.source,
             breadcrumb=chunk.metadata.heading_path or chunk.position.section,
@@ -303,18 +397,137 @@ class SearchService:
             )
         check_filters(request.filters, self.profile)
 
-    def search(self, request: SearchRequest) -> SearchResponse:
-        """Answer one search request, best result first; ``offset`` pages through the ranking."""
+    def search(self, request: SearchRequest, cost: Callable[[SearchResult], int] | None = None) -> SearchResponse:
+        """Answer one search request, best result first; ``offset`` pages through the ranking.
+
+        With the profile's reranker enabled, the first ``top_k_to_rerank`` candidates (after
+        fusion, in every mode) are reordered by the reranker before the page is cut. With
+        ``max_tokens`` (or a ``cursor``) the answer comes in pages within the budget (``cost``
+        measures a result; default: the tokens of its JSON).
+        """
         self.check(request)
         wanted = request.top_k + request.offset
-        ranked = self.rank(request.query, request.mode, wanted, request.filters)
-        return SearchResponse(
-            results=[self._result(cid, score) for cid, score in ranked[request.offset : wanted]],
+        ranked, warnings = self.rank_reranked(request.query, request.mode, wanted, request.filters)
+        reranked = any(r is not None for _, _, r in ranked)
+        answer = ranked[request.offset : wanted]
+        response = SearchResponse(
+            results=[],
             run_id=self.run_id,
             mode=request.mode,
             indexed_at=self.indexed_at,
             score_meaning=self.score_meaning(request.mode),
+            reranker=self.reranker.model_id if reranked else None,
+            warnings=warnings,
         )
+        if request.max_tokens is None and request.cursor is None:
+            response.results = self._results(answer, request.expand)
+            return response
+        return self._budgeted(request, answer, response, cost)
+
+    @property
+    def expander(self) -> Expander:
+        with self._lock:
+            if self._expander is None:
+                self._expander = Expander(self.layout, self.chunks)
+            return self._expander
+
+    def _results(self, answer: Reranked, expand: ExpandMode) -> list[SearchResult]:
+        """The results of ``answer``; with ``expand``, their texts widened (adjacent hits merged)."""
+        results = [self._result(cid, score, rr) for cid, score, rr in answer]
+        if expand == "none" or not results:
+            return results
+        expanded = self.expander.expand([r.chunk_id for r in results], expand)
+        return [
+            r.model_copy(update={"text": text, "expanded": info})
+            for r, (text, info) in zip(results, expanded, strict=True)
+        ]
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """How this run counts tokens: its embedding model's tokenizer, else chars/4."""
+        return counter_for(self.model_id)
+
+    def result_tokens(self, result: SearchResult) -> int:
+        """Tokens of a result as the HTTP API and the CLI return it (its JSON)."""
+        return self.token_counter.count(json.dumps(result.model_dump(mode="json", exclude_none=True)))
+
+    def _budgeted(
+        self,
+        request: SearchRequest,
+        answer: Reranked,
+        response: SearchResponse,
+        cost: Callable[[SearchResult], int] | None,
+    ) -> SearchResponse:
+        """One page of ``answer`` within ``max_tokens``: whole results as fit, then ``next_cursor``.
+
+        A result that alone exceeds the budget comes in parts (``text_range``), one per page.
+        """
+        measure = cost or self.result_tokens
+        budget = request.max_tokens or DEFAULT_MAX_TOKENS
+        key = request_key(
+            "search",
+            request.query,
+            request.mode,
+            request.top_k,
+            request.offset,
+            [f.model_dump(mode="json") for f in request.filters],
+            request.expand,
+        )
+        index, offset = decode_cursor(request.cursor, "search", self.run_id, key) if request.cursor else (0, 0)
+        if index > len(answer) or (index == len(answer) and offset):
+            raise ConfigInvalid("the cursor points past the answer", suggestion="Pass next_cursor unchanged")
+        used, page = 0, []
+        next_at: tuple[int, int] | None = None
+        # Expanded over the whole answer: merging adjacent hits must not depend on the page.
+        results = self._results(answer, request.expand)
+        while index < len(results):
+            result = results[index]
+            if offset == 0:
+                tokens = measure(result)
+                if used + tokens <= budget:
+                    page.append(result)
+                    used += tokens
+                    index += 1
+                    continue
+                if page:  # the next page starts with this result
+                    next_at = (index, 0)
+                    break
+            # Alone over the budget: as much of its text as fits beside its metadata.
+            text = result.text
+            end = cut_to_fit(text, offset, _part_fits(result, offset, budget - used, measure))
+            part = result.model_copy(update={"text": text[offset:end], "text_range": (offset, end)})
+            page.append(part)
+            used += measure(part)
+            next_at = (index, end) if end < len(text) else ((index + 1, 0) if index + 1 < len(results) else None)
+            break
+        response.results = page
+        response.tokens = used
+        response.token_counter = self.token_counter.name
+        if next_at is not None:
+            response.next_cursor = encode_cursor("search", self.run_id, key, *next_at)
+        return response
+
+    def score_meaning(self, mode: SearchMode) -> str:
+        """What a score means in ``mode`` for this run's fusion settings."""
+        hybrid = self.profile.retrieval_config.hybrid_config
+        if mode == "hybrid" and hybrid.fusion_method == "weighted_sum":
+            return (
+                f"weighted sum: {hybrid.alpha} x min-max normalised cosine + {1 - hybrid.alpha:.2f} x normalised "
+                "BM25 (0..1)"
+            )
+        return SCORE_MEANING[mode]
+
+
+def _part_fits(
+    result: SearchResult, start: int, room: int, measure: Callable[[SearchResult], int]
+) -> Callable[[str], bool]:
+    """Whether ``result`` with only ``piece`` of its text (from ``start``) costs at most ``room``."""
+
+    def fits(piece: str) -> bool:
+        cut = result.model_copy(update={"text": piece, "text_range": (start, start + len(piece))})
+        return measure(cut) <= room
+
+    return fits
 
     def score_meaning(self, mode: SearchMode) -> str:
         """What a score means in ``mode`` for this run's fusion settings."""

@@ -43,7 +43,9 @@ class ProfileRetrievalConfig(Strict):
     hybrid_config: HybridConfig | None = Field(
         default=None, description="How hybrid search fuses semantic and keyword rankings"
     )
-    reranker: RerankerConfig | None = Field(default=None, description="Reranking (not available yet: keep disabled)")
+    reranker: RerankerConfig | None = Field(
+        default=None, description="Rerank the top candidates (cross-encoder:<folder>, cohere:<model>, http:<url>)"
+    )
 
 
 class BuildProfileInput(Strict):
@@ -66,11 +68,6 @@ class BuildProfileOutput(Strict):
 def build_profile(payload: BuildProfileInput) -> RetrievalProfile:
     """The retrieval profile a build-profile request describes (``CONFIG_INVALID`` if it cannot be honoured)."""
     config = payload.retrieval_config
-    if config.reranker is not None and config.reranker.enabled:
-        raise ConfigInvalid(
-            "reranking is not available in this version",
-            suggestion="Leave retrieval_config.reranker.enabled false",
-        )
     filters = payload.allowed_filters or []
     seen: set[str] = set()
     for flt in filters:

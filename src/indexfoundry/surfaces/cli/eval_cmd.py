@@ -15,7 +15,8 @@ from indexfoundry.surfaces.cli.output import RichProgress
 
 
 def render(result: EvalResult) -> None:
-    typer.echo(f"run {result.run_id}, {result.queries} judged queries")
+    reranked = f", reranked by {result.reranker}" if result.reranker else ""
+    typer.echo(f"run {result.run_id}, {result.queries} judged queries{reranked}")
     typer.echo(f"{'mode':<10}" + "".join(f"{m:>12}" for m in METRICS))
     for mode, values in result.metrics.items():
         typer.echo(f"{mode:<10}" + "".join(f"{values[m]:>12.4f}" for m in METRICS))
@@ -46,6 +47,13 @@ def register(app: typer.Typer) -> None:
             "--min",
             help="METRIC=VALUE or MODE:METRIC=VALUE (repeatable): exit 1 when a metric is below it.",
         ),
+        reranker: str | None = typer.Option(
+            None,
+            "--reranker",
+            help="Rerank every mode's candidates: cross-encoder:<folder> | cohere:<model> | http:<base_url>.",
+            show_default=False,
+        ),
+        rerank_top_k: int = typer.Option(50, "--rerank-top-k", min=1, max=1000, help="Candidates reranked."),
         json_out: bool = Json,
     ) -> None:
         """Measure nDCG@10, recall@100 and MRR@10 of each search mode on judged queries."""
@@ -62,6 +70,8 @@ def register(app: typer.Typer) -> None:
             runs_dir=runs_dir,
             embedding_model=embedding_model,
             progress=RichProgress(enabled=None if not json_out else False),
+            reranker=reranker,
+            top_k_to_rerank=rerank_top_k,
         )
         if rankings is not None:
             write_trec_run(result, rankings)

@@ -112,6 +112,37 @@ def _size(n: int) -> str:
     return f"{value:.1f} GB"
 
 
+@app.command("check-fresh")
+def check_fresh(
+    run_id: str = typer.Argument(..., help="Run id, or 'latest'.", show_default=False),
+    runs_dir: Path | None = RunsDir,
+    uris: list[str] = typer.Option([], "--uri", help="Check only this source uri (repeatable)."),
+    sample: float | None = typer.Option(
+        None, "--sample", min=0.001, max=1.0, help="Check this share of the sources (deterministic choice)."
+    ),
+    max_seconds: float = typer.Option(30.0, "--max-seconds", min=0.1, max=3600, help="Stop checking after this."),
+    json_out: bool = Json,
+    exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when a source changed or is gone."),
+) -> None:
+    """Which sources changed since the run read them: files by hash, URLs by conditional request."""
+    out = api.check_freshness(run_id, runs_dir=runs_dir, uris=uris or None, sample=sample, max_seconds=max_seconds)
+    if json_out:
+        print_json(out)
+    else:
+        share = f" (a {out.sample:.0%} sample)" if out.sample is not None else ""
+        typer.echo(
+            f"run {out.run_id}: {out.checked} of {out.sources} sources checked{share}, {out.unchanged} unchanged"
+        )
+        for entry in out.changed:
+            typer.echo(f"  {entry.status:<8} {entry.uri}  ({entry.how})")
+        for entry in out.errors:
+            typer.echo(f"  error    {entry.uri}  ({entry.error})")
+        if out.timed_out:
+            typer.echo("  stopped at --max-seconds: the rest were not checked", err=True)
+    if exit_code and out.changed:
+        raise typer.Exit(1)
+
+
 @app.command("cleanup")
 def cleanup(
     runs_dir: Path | None = RunsDir,

@@ -58,6 +58,12 @@ def response_json(response: SearchResponse, query: str | None = None) -> dict[st
             "score_meaning": response.score_meaning,
         }
     )
+    for name in ("reranker", "next_cursor", "tokens", "token_counter"):
+        value = getattr(response, name)
+        if value is not None:
+            out[name] = value
+    if response.warnings:
+        out["warnings"] = response.warnings
     return out
 
 
@@ -74,6 +80,10 @@ def render_results(response: SearchResponse) -> None:
         typer.echo(f"{rank:>2}. {result.score:.3f}  {where}{crumb}")
         snippet = " ".join(result.text.split())
         typer.echo(f"    {snippet[:200]}{'…' if len(snippet) > 200 else ''}")
+    for warning in response.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    if response.next_cursor:
+        typer.echo(f"more: --cursor {response.next_cursor}")
 
 
 def read_query_lines(path: Path) -> list[str]:
@@ -87,9 +97,29 @@ def read_query_lines(path: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _request(query: str, top_k: int, mode: SearchMode, filters: list[SearchFilter], offset: int) -> SearchRequest:
+def _request(
+    query: str,
+    top_k: int,
+    mode: SearchMode,
+    filters: list[SearchFilter],
+    offset: int,
+    max_tokens: int | None = None,
+    cursor: str | None = None,
+    expand: str = "none",
+) -> SearchRequest:
     try:
-        return SearchRequest(query=query, top_k=top_k, mode=mode, filters=filters, offset=offset)
+        return SearchRequest.model_validate(
+            {
+                "query": query,
+                "top_k": top_k,
+                "mode": mode,
+                "filters": filters,
+                "offset": offset,
+                "max_tokens": max_tokens,
+                "cursor": cursor,
+                "expand": expand,
+            }
+        )
     except ValidationError as exc:
         raise validation_error(exc, "search request") from None
 
@@ -101,7 +131,20 @@ def register(app: typer.Typer) -> None:
         run_id: str = typer.Option("latest", "--run-id", help="Run to search ('latest': newest completed)."),
         runs_dir: Path | None = RunsDir,
         top_k: int | None = typer.Option(
-            None, "--top-k", min=1, max=100, help="Number of results (default: the run profile's default_top_k)."
+            None, "--top-k", min=1, max=1000, help="Number of results (default: the run profile's default_top_k)."
+        ),
+        max_tokens: int | None = typer.Option(
+            None,
+            "--max-tokens",
+            min=100,
+            help="Token budget (embedding tokenizer, else chars/4): whole results as fit, then a next_cursor.",
+            show_default=False,
+        ),
+        cursor: str | None = typer.Option(
+            None, "--cursor", help="next_cursor of the previous page of the same search.", show_default=False
+        ),
+        expand: str = typer.Option(
+            "none", "--expand", help="none | neighbors | section: widen each hit (adjacent hits merged)."
         ),
         offset: int = typer.Option(0, "--offset", min=0, max=1000, help="Results to skip (paging)."),
         mode: str = typer.Option(
@@ -135,14 +178,14 @@ def register(app: typer.Typer) -> None:
         k = top_k or service.profile.retrieval_config.default_top_k
         if queries_file is not None:
             texts = read_query_lines(queries_file)
-            requests = [_request(text, k, mode_value, parsed, offset) for text in texts]
+            requests = [_request(text, k, mode_value, parsed, offset, expand=expand) for text in texts]
             for request in requests:
                 service.check(request)  # refuse a bad mode or filter before any output
             for request in requests:
                 typer.echo(json.dumps(response_json(service.search(request), request.query), ensure_ascii=False))
             return
         assert query is not None
-        response = service.search(_request(query, k, mode_value, parsed, offset))
+        response = service.search(_request(query, k, mode_value, parsed, offset, max_tokens, cursor, expand))
         if json_out:
             print_json(response_json(response))
         else:

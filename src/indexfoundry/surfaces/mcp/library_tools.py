@@ -18,6 +18,9 @@ from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
 from indexfoundry.surfaces.mcp.retrieval import (
+    CURSOR_DESCRIPTION,
+    PAGE_TOKENS,
+    TOKENS_DESCRIPTION,
     GetPageInput,
     GetSectionInput,
     ListPagesInput,
@@ -96,8 +99,8 @@ class LibraryPageInput(Strict):
     library: str = Field(min_length=1, max_length=128, description=_LIB)
     version: str | None = Field(default=None, max_length=64, description=_VERSION)
     path: str = Field(min_length=1, max_length=2048, description="Page path from search_docs / list_pages")
-    offset: int = Field(default=0, ge=0, description="First character to return")
-    max_chars: int = Field(default=100_000, ge=1000, le=1_000_000, description="Most characters returned")
+    max_tokens: int = Field(default=PAGE_TOKENS, ge=200, le=100_000, description=TOKENS_DESCRIPTION)
+    cursor: str | None = Field(default=None, max_length=1024, description=CURSOR_DESCRIPTION)
 
 
 class LibrarySectionInput(Strict):
@@ -107,6 +110,8 @@ class LibrarySectionInput(Strict):
     version: str | None = Field(default=None, max_length=64, description=_VERSION)
     path: str = Field(min_length=1, max_length=2048, description="Page path")
     heading: str = Field(min_length=1, max_length=1024, description="Heading text or breadcrumb 'A > B'")
+    max_tokens: int = Field(default=PAGE_TOKENS, ge=200, le=100_000, description=TOKENS_DESCRIPTION)
+    cursor: str | None = Field(default=None, max_length=1024, description=CURSOR_DESCRIPTION)
 
 
 class LibraryListPagesInput(Strict):
@@ -231,7 +236,7 @@ class LibraryTools:
         """A whole page of a library version."""
         lib = self.registry.resolve(payload.library, payload.version)
         answer = self.retrieval.get_page(
-            GetPageInput(path=payload.path, run_id=lib.run_id(), offset=payload.offset, max_chars=payload.max_chars)
+            GetPageInput(path=payload.path, run_id=lib.run_id(), max_tokens=payload.max_tokens, cursor=payload.cursor)
         )
         data = answer.structured.model_dump()
         return TextAnswer(LibraryPageOutput(**data, library=lib.name, version=lib.version), answer.texts)
@@ -240,7 +245,13 @@ class LibraryTools:
         """One section of a page of a library version."""
         lib = self.registry.resolve(payload.library, payload.version)
         answer = self.retrieval.get_section(
-            GetSectionInput(path=payload.path, heading=payload.heading, run_id=lib.run_id())
+            GetSectionInput(
+                path=payload.path,
+                heading=payload.heading,
+                run_id=lib.run_id(),
+                max_tokens=payload.max_tokens,
+                cursor=payload.cursor,
+            )
         )
         data = answer.structured.model_dump()
         return TextAnswer(LibrarySectionOutput(**data, library=lib.name, version=lib.version), answer.texts)

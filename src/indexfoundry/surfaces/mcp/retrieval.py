@@ -15,10 +15,12 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
+from indexfoundry.app.freshness import FreshnessReport
 from indexfoundry.errors import NotFound, RunNotFound
 from indexfoundry.models.base import Strict
-from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest
+from indexfoundry.models.retrieval import ExpandMode, SearchFilter, SearchMode, SearchRequest, SearchResult
 from indexfoundry.pipeline.runs import latest_run
+from indexfoundry.retrieval.budget import cursor_index, decode_cursor, encode_cursor, fit_texts, request_key
 from indexfoundry.retrieval.service import SearchService, open_service
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
@@ -28,6 +30,12 @@ from indexfoundry.surfaces.mcp.security import LATEST, check_run_id
 RUN_ID_DESCRIPTION = (
     "Run to read (a UUID, or 'latest'); default: the server's run (docs mode: the folder's current run)"
 )
+TOKENS_DESCRIPTION = "Token budget; the rest via next_cursor"
+CURSOR_DESCRIPTION = "next_cursor of the previous answer"
+# Defaults far under the 25,000-token cap of popular MCP clients (counted with the run's
+# embedding tokenizer or chars/4, which differ from the client's own tokenizer).
+SEARCH_TOKENS = 6000
+PAGE_TOKENS = 8000
 
 
 # ---------------------------------------------------------------- which run
@@ -101,7 +109,7 @@ class SearchDocsInput(Strict):
     """Arguments of ``search_docs``."""
 
     query: str = Field(min_length=1, max_length=4096, description="What to look for, in natural language")
-    top_k: int = Field(default=5, ge=1, le=50, description="Number of results")
+    top_k: int = Field(default=5, ge=1, le=500, description="Number of results (paged by max_tokens)")
     mode: SearchMode | None = Field(
         default=None, description="semantic, keyword or hybrid; default: hybrid when the run offers it"
     )
@@ -109,9 +117,9 @@ class SearchDocsInput(Strict):
         default_factory=list, description="Metadata filters (ANDed), e.g. {field: 'source.uri', op: 'eq', value: ...}"
     )
     run_id: str | None = Field(default=None, description=RUN_ID_DESCRIPTION)
-    max_chars: int = Field(
-        default=8000, ge=500, le=100_000, description="Budget for the result texts together; the last result is cut"
-    )
+    max_tokens: int = Field(default=SEARCH_TOKENS, ge=200, le=20_000, description=TOKENS_DESCRIPTION)
+    cursor: str | None = Field(default=None, max_length=1024, description=CURSOR_DESCRIPTION)
+    expand: ExpandMode = Field(default="none", description="Widen hits to neighbouring chunks or their section")
 
 
 class DocHit(Strict):
@@ -120,11 +128,14 @@ class DocHit(Strict):
     rank: int = Field(description="1-based rank; the text part's block [rank] holds the chunk text")
     path: str = Field(description="Source path of the page (pass it to get_page / get_section)")
     breadcrumb: str | None = Field(default=None, description="Heading breadcrumb of the chunk's section")
-    score: float = Field(description="Similarity score, higher is better")
+    score: float = Field(description="Retrieval score, higher is better")
+    rerank_score: float | None = Field(default=None, description="Reranker score (the order)")
     chunk_id: str = Field(description="Chunk id")
     page: int | None = Field(default=None, description="Page number, for paged documents")
     chars: int = Field(description="Characters of chunk text included in the answer")
-    cut: bool = Field(default=False, description="The text was shortened to fit the budget")
+    text_range: tuple[int, int] | None = Field(default=None, description="Part [start, end) of an over-budget text")
+    merged_into: int | None = Field(default=None, description="Rank whose text holds this context")
+    changed: bool | None = Field(default=None, description="The source changed since indexing (docs mode)")
 
 
 class SearchDocsOutput(Strict):
@@ -136,7 +147,9 @@ class SearchDocsOutput(Strict):
     mode: SearchMode = Field(description="Search mode used")
     results: list[DocHit] = Field(description="Results, best first")
     returned_chars: int = Field(description="Characters of chunk text in the answer")
-    omitted: int = Field(default=0, description="Results left out to stay within max_chars")
+    tokens: int = Field(description="Tokens returned")
+    next_cursor: str | None = Field(default=None, description="Pass as cursor for more")
+    warnings: list[str] = Field(default_factory=list, description="E.g. reranking skipped")
 
 
 class GetPageInput(Strict):
@@ -144,8 +157,8 @@ class GetPageInput(Strict):
 
     path: str = Field(min_length=1, max_length=2048, description="Page path as list_pages / search_docs give it")
     run_id: str | None = Field(default=None, description=RUN_ID_DESCRIPTION)
-    offset: int = Field(default=0, ge=0, description="First character to return (for paging long pages)")
-    max_chars: int = Field(default=100_000, ge=1000, le=1_000_000, description="Most characters returned")
+    max_tokens: int = Field(default=PAGE_TOKENS, ge=200, le=100_000, description=TOKENS_DESCRIPTION)
+    cursor: str | None = Field(default=None, max_length=1024, description=CURSOR_DESCRIPTION)
 
 
 class PageOutput(Strict):
@@ -159,7 +172,8 @@ class PageOutput(Strict):
     chars: int = Field(description="Characters in the whole page")
     offset: int = Field(description="First character returned")
     returned_chars: int = Field(description="Characters returned")
-    next_offset: int | None = Field(default=None, description="Offset of the rest, when the page was cut")
+    tokens: int = Field(description="Tokens returned")
+    next_cursor: str | None = Field(default=None, description="Pass as cursor for more")
 
 
 class GetSectionInput(Strict):
@@ -170,6 +184,8 @@ class GetSectionInput(Strict):
         min_length=1, max_length=1024, description="Heading text, or a breadcrumb like 'Guide > Config > Theme'"
     )
     run_id: str | None = Field(default=None, description=RUN_ID_DESCRIPTION)
+    max_tokens: int = Field(default=PAGE_TOKENS, ge=200, le=100_000, description=TOKENS_DESCRIPTION)
+    cursor: str | None = Field(default=None, max_length=1024, description=CURSOR_DESCRIPTION)
 
 
 class SectionOutput(Strict):
@@ -184,7 +200,20 @@ class SectionOutput(Strict):
     level: int = Field(description="Heading level")
     line: int = Field(description="1-based line of the heading in the page")
     chars: int = Field(description="Characters in the section")
+    offset: int = Field(description="First character returned")
+    returned_chars: int = Field(description="Characters returned")
+    tokens: int = Field(description="Tokens returned")
+    next_cursor: str | None = Field(default=None, description="Pass as cursor for more")
     other_matches: list[str] = Field(default_factory=list, description="Breadcrumbs of other sections that matched")
+
+
+class CheckFreshnessInput(Strict):
+    """Arguments of ``check_freshness``."""
+
+    run_id: str | None = Field(default=None, description=RUN_ID_DESCRIPTION)
+    paths: list[str] | None = Field(default=None, max_length=200, description="Only these page paths")
+    sample: float | None = Field(default=None, gt=0, le=1, description="Share of the sources to check")
+    max_seconds: float = Field(default=20, gt=0, le=60, description="Time limit")
 
 
 class ListPagesInput(Strict):
@@ -224,9 +253,11 @@ def _stamp(run_id: str, indexed_at: str | None, note: str | None = None) -> str:
 class RetrievalTools:
     """The four retrieval tools over a run source."""
 
-    def __init__(self, source: RunSource, cache: RunCache) -> None:
+    def __init__(self, source: RunSource, cache: RunCache, flag_changed: bool = False) -> None:
         self.source = source
         self.cache = cache
+        # Docs mode: say when a hit's file changed since its run was indexed (not rebuilt yet).
+        self.flag_changed = flag_changed
         # Docs mode: page paths are shown relative to the docs folder ("api/auth.md", not
         # "mydocs/api/auth.md"); both forms are accepted.
         self.page_prefix: str = getattr(source, "page_prefix", "")
@@ -264,60 +295,100 @@ class RetrievalTools:
         """Search the indexed documentation; the best chunks with their page path and breadcrumb."""
         run_id = self._run(payload.run_id)
         service = self.cache.service(run_id)
+        counter = service.token_counter
         offered = service.profile.retrieval_config.search_modes
         mode: SearchMode = payload.mode or ("hybrid" if "hybrid" in offered else offered[0])
-        response = service.search(
-            SearchRequest(query=payload.query, top_k=payload.top_k, mode=mode, filters=payload.filters)
-        )
-        hits: list[DocHit] = []
-        texts = [
-            f"{self.stamp(response.run_id, response.indexed_at)} {len(response.results)} result(s) for "
-            f"{payload.query!r}."
-        ]
-        budget = payload.max_chars
-        omitted = 0
-        for rank, result in enumerate(response.results, start=1):
-            if budget < 200 and hits:
-                omitted += 1
-                continue
-            text = result.text
-            cut = len(text) > budget
-            if cut:
-                text = text[: max(budget - 1, 0)].rstrip() + "…"
-            budget -= len(text)
+        head = f"{self.stamp(run_id, service.indexed_at)} Results for {payload.query!r}."
+
+        ranks: dict[str, int] = {}  # chunk id -> rank of the results given so far (merged_into)
+
+        def hit(rank: int, result: SearchResult) -> tuple[DocHit, str]:
             crumb = result.breadcrumb or result.metadata.heading_path or result.position.section
-            hits.append(
-                DocHit(
-                    rank=rank,
-                    path=self.shown(_result_path(result.source.uri, result.source.record_id)),
-                    breadcrumb=crumb,
-                    score=result.score,
-                    chunk_id=result.chunk_id,
-                    page=result.position.page,
-                    chars=len(text),
-                    cut=cut,
-                )
+            doc_hit = DocHit(
+                rank=rank,
+                path=self.shown(_result_path(result.source.uri, result.source.record_id)),
+                breadcrumb=crumb,
+                score=result.score,
+                rerank_score=result.rerank_score,
+                chunk_id=result.chunk_id,
+                page=result.position.page,
+                chars=len(result.text),
+                text_range=result.text_range,
+                merged_into=ranks.get(result.expanded.merged_into or "") if result.expanded else None,
             )
-            where = hits[-1].path + (f" › {crumb}" if crumb else "")
-            texts.append(f"[{rank}] {where} (score {result.score:.3f})\n\n{text}")
+            where = doc_hit.path + (f" › {crumb}" if crumb else "")
+            if result.expanded is not None and result.expanded.merged_into:
+                owner = f"[{doc_hit.merged_into}]" if doc_hit.merged_into else "an earlier result"
+                return doc_hit, f"[{rank}] {where} (score {result.score:.3f}): its context is in {owner}"
+            return doc_hit, f"[{rank}] {where} (score {result.score:.3f})\n\n{result.text}"
+
+        def cost(result: SearchResult) -> int:
+            doc_hit, block = hit(999, result)  # the widest rank an answer numbers
+            return counter.count(block) + counter.count(doc_hit.model_dump_json(exclude_none=True))
+
+        # Room for the header and the answer's own fields beside the results (with a cursor, and
+        # a margin: token counts of joined JSON differ by a token or two from the parts' sum).
+        skeleton = SearchDocsOutput(
+            run_id=run_id,
+            indexed_at=service.indexed_at,
+            query=payload.query,
+            mode=mode,
+            results=[],
+            returned_chars=100_000,
+            tokens=100_000,
+            next_cursor="x" * 160,
+        )
+        reserve = counter.count(head) + counter.count(skeleton.model_dump_json(exclude_none=True)) + 16
+        response = service.search(
+            SearchRequest(
+                query=payload.query,
+                top_k=payload.top_k,
+                mode=mode,
+                filters=payload.filters,
+                max_tokens=max(payload.max_tokens - reserve, 100),
+                cursor=payload.cursor,
+                expand=payload.expand,
+            ),
+            cost=cost,
+        )
+        first = cursor_index(payload.cursor) + 1 if payload.cursor else 1
+        changed = self._changed(run_id, {r.source.uri for r in response.results}) if self.flag_changed else set()
+        hits: list[DocHit] = []
+        texts = [head]
+        for rank, result in enumerate(response.results, start=first):
+            ranks.setdefault(result.chunk_id, rank)
+            doc_hit, block = hit(rank, result)
+            if result.source.uri in changed:
+                doc_hit.changed = True
+                block = block.replace("\n\n", " [changed since indexing]\n\n", 1)
+            hits.append(doc_hit)
+            texts.append(block)
         structured = SearchDocsOutput(
             run_id=response.run_id,
             indexed_at=response.indexed_at,
             query=payload.query,
             mode=response.mode,
             results=hits,
-            returned_chars=sum(h.chars for h in hits),
-            omitted=omitted,
+            returned_chars=sum(len(r.text) for r in response.results),
+            tokens=0,
+            next_cursor=response.next_cursor,
+            warnings=response.warnings,
+        )
+        structured.tokens = sum(counter.count(t) for t in texts) + counter.count(
+            structured.model_dump_json(exclude_none=True)
         )
         return TextAnswer(structured=structured, texts=texts)
 
     def get_page(self, payload: GetPageInput) -> TextAnswer:
         """A whole page as extracted (markdown where the source had structure)."""
-        view = self.cache.view(self._run(payload.run_id))
+        run_id = self._run(payload.run_id)
+        view = self.cache.view(run_id)
+        counter = self.cache.service(run_id).token_counter
         doc = self._document(view, payload.path)
         text = view.text(doc)
-        part = text[payload.offset : payload.offset + payload.max_chars]
-        end = payload.offset + len(part)
+        key = request_key("page", page_key(doc))
+        offset = decode_cursor(payload.cursor, "page", run_id, key)[1] if payload.cursor else 0
+        part, next_offset, tokens = fit_texts(text, offset, payload.max_tokens, counter)
         structured = PageOutput(
             run_id=view.run_id,
             indexed_at=view.indexed_at,
@@ -325,16 +396,22 @@ class RetrievalTools:
             title=doc.title,
             format=doc.format,
             chars=len(text),
-            offset=payload.offset,
+            offset=offset,
             returned_chars=len(part),
-            next_offset=end if end < len(text) else None,
+            tokens=tokens,
+            next_cursor=None if next_offset is None else encode_cursor("page", run_id, key, 0, next_offset),
         )
         return TextAnswer(structured=structured, texts=[self.stamp(view.run_id, view.indexed_at), part])
 
     def get_section(self, payload: GetSectionInput) -> TextAnswer:
         """One section of a page, by heading text or breadcrumb."""
-        view = self.cache.view(self._run(payload.run_id))
-        doc, section, body, others = view.section(page_key(self._document(view, payload.path)), payload.heading)
+        run_id = self._run(payload.run_id)
+        view = self.cache.view(run_id)
+        counter = self.cache.service(run_id).token_counter
+        doc, section, whole, others = view.section(page_key(self._document(view, payload.path)), payload.heading)
+        key = request_key("section", page_key(doc), section.breadcrumb, section.byte_start)
+        offset = decode_cursor(payload.cursor, "section", run_id, key)[1] if payload.cursor else 0
+        body, next_offset, tokens = fit_texts(whole, offset, payload.max_tokens, counter)
         structured = SectionOutput(
             run_id=view.run_id,
             indexed_at=view.indexed_at,
@@ -344,10 +421,36 @@ class RetrievalTools:
             breadcrumb=section.breadcrumb,
             level=section.heading.level,
             line=section.heading.line,
-            chars=len(body),
+            chars=len(whole),
+            offset=offset,
+            returned_chars=len(body),
+            tokens=tokens,
+            next_cursor=None if next_offset is None else encode_cursor("section", run_id, key, 0, next_offset),
             other_matches=others,
         )
         return TextAnswer(structured=structured, texts=[self.stamp(view.run_id, view.indexed_at), body])
+
+    def _changed(self, run_id: str, uris: set[str]) -> set[str]:
+        """Which of these folder-file uris changed since the run (hashes only, no network)."""
+        from indexfoundry import api
+
+        report = api.check_freshness(
+            run_id, runs_dir=self.source.runs_dir, uris=sorted(uris), max_seconds=2, local_only=True
+        )
+        return {entry.uri for entry in report.changed}
+
+    def check_freshness(self, payload: CheckFreshnessInput) -> FreshnessReport:
+        """Which sources of the run changed since it was built (files by hash, URLs by ETag)."""
+        from indexfoundry import api
+
+        uris = None if payload.paths is None else [self.stored(p.split("#", 1)[0]) for p in payload.paths]
+        return api.check_freshness(
+            self._run(payload.run_id),
+            runs_dir=self.source.runs_dir,
+            uris=uris,
+            sample=payload.sample,
+            max_seconds=payload.max_seconds,
+        )
 
     def list_pages(self, payload: ListPagesInput) -> TextAnswer:
         """The pages of the run, sorted by path: one line each in the text part ("path — title"),
@@ -406,6 +509,14 @@ class RetrievalTools:
                 output_model=SectionOutput,
                 call=self.get_section,
                 **common,
+            ),
+            Exposed(
+                name="check_freshness",
+                description="Which sources changed since the run was built (files by hash, URLs by ETag).",
+                input_model=CheckFreshnessInput,
+                output_model=FreshnessReport,
+                call=self.check_freshness,
+                **{**common, "open_world": True, "idempotent": False},
             ),
             Exposed(
                 name="list_pages",

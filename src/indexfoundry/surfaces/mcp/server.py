@@ -158,7 +158,7 @@ def create_server(
         source = docs
     else:
         source = FixedRuns(runs_dir, options.run_id)
-    retrieval = RetrievalTools(source, cache)
+    retrieval = RetrievalTools(source, cache, flag_changed=docs is not None)
     runner = Runner(_roots(options), runs_dir, options.policy)
 
     context: dict[str, Any] = {"runs_dir": runs_dir}

@@ -1,0 +1,163 @@
+"""``check_freshness``: which sources of a run changed since the run read them.
+
+- Files (folder sources): the file under the folder the run's config names is hashed again and
+  compared with the SHA-256 the run recorded; a missing file is ``gone``.
+- URLs (url, sitemap, crawl, llms.txt sources): a conditional GET (``If-None-Match`` with the
+  recorded ETag, ``If-Modified-Since`` with the recorded Last-Modified) through the connect
+  phase's guarded fetcher with the run's own network policy (SSRF guard, allowed and blocked
+  domains, size limit). 304 → unchanged; 200 → changed unless the bytes hash the same;
+  404/410 → gone; any other failure → an error for that source, with its code.
+- Other sources (local PDFs, repos): not checked (``unchecked``).
+
+Bounded: ``max_seconds`` stops checking when the time is up (the rest are reported as not
+checked); ``sample`` checks a stated share of the sources, chosen deterministically (the
+sources whose uri hashes lowest), so the same request checks the same sources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.base import Strict
+from indexfoundry.models.config import FolderSource, GlobalConfig, PipelineConfig
+from indexfoundry.models.records import RawRecord
+from indexfoundry.phases.connect.net import Fetcher, FetchPolicy, HttpStatusError
+from indexfoundry.storage.atomic import iter_jsonl
+from indexfoundry.storage.hashing import sha256_file, sha256_text
+from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest, load_run_config
+
+Status = Literal["unchanged", "changed", "gone", "error", "unchecked"]
+_URL_KINDS = frozenset({"url", "sitemap", "crawl", "llms_txt"})
+
+
+class SourceFreshness(Strict):
+    uri: str = Field(description="Source uri, as in results' source.uri")
+    status: Status = Field(description="unchanged, changed, gone, error or unchecked")
+    how: str | None = Field(default=None, description="How it was checked: hash, etag, last-modified or bytes")
+    fetched_at: str | None = Field(default=None, description="When the run read the source")
+    error: str | None = Field(default=None, description="Error code, when the check failed")
+
+
+class FreshnessReport(Strict):
+    """Answer of ``check_freshness``."""
+
+    run_id: str = Field(description="Run checked")
+    sources: int = Field(description="Sources of the run (or of the given uris)")
+    checked: int = Field(description="Sources checked")
+    sample: float | None = Field(default=None, description="Share of the sources checked, when sampling")
+    timed_out: bool = Field(default=False, description="max_seconds ran out before every chosen source was checked")
+    changed: list[SourceFreshness] = Field(description="Changed or gone sources")
+    errors: list[SourceFreshness] = Field(default_factory=list, description="Sources whose check failed")
+    unchanged: int = Field(description="Sources checked and unchanged")
+
+
+def _folder_file(config: PipelineConfig, record: RawRecord) -> Path | None:
+    for source in config.connect.sources:
+        if isinstance(source, FolderSource) and (source.name or Path(source.path).name) == record.source_name:
+            if record.relative_path is None:
+                return None
+            return Path(source.path) / record.relative_path
+    return None
+
+
+def _check_url(fetcher: Fetcher, record: RawRecord) -> tuple[Status, str]:
+    headers: dict[str, str] = {}
+    if record.etag:
+        headers["If-None-Match"] = record.etag
+    if record.last_modified:
+        headers["If-Modified-Since"] = record.last_modified
+    how = "etag" if record.etag else ("last-modified" if record.last_modified else "bytes")
+    try:
+        result = fetcher.get(record.uri, headers=headers)
+    except HttpStatusError as exc:
+        if exc.status in (404, 410):
+            return "gone", how
+        raise
+    if result.status == 304:
+        return "unchanged", how
+    body = result.body or b""
+    same = hashlib.sha256(body).hexdigest() == record.sha256
+    return ("unchanged" if same else "changed"), ("bytes" if same else how)
+
+
+def check_freshness(
+    layout: RunLayout,
+    *,
+    uris: list[str] | None = None,
+    sample: float | None = None,
+    max_seconds: float = 30.0,
+    global_config: GlobalConfig | None = None,
+    local_only: bool = False,
+) -> FreshnessReport:
+    """Which of the run's sources (or of ``uris``) changed since the run read them.
+
+    ``local_only`` checks files only (no request is made), for per-search flags in docs mode.
+    """
+    config = load_run_config(layout)
+    manifest = load_manifest(layout)
+    connect = manifest.phases.get("connect")
+    fetched: dict[str, str] = dict(connect.details.get("fetched_at") or {}) if connect is not None else {}
+    records = [RawRecord.model_validate(row) for row in iter_jsonl(layout.raw_manifest)]
+    if uris is not None:
+        wanted = set(uris)
+        records = [r for r in records if r.uri in wanted]
+    records.sort(key=lambda r: r.uri)
+    total = len(records)
+    if sample is not None and sample < 1:
+        keep = max(1, round(total * sample)) if total else 0
+        records = sorted(records, key=lambda r: sha256_text(r.uri))[:keep]
+        records.sort(key=lambda r: r.uri)
+    deadline = time.monotonic() + max_seconds
+    changed: list[SourceFreshness] = []
+    errors: list[SourceFreshness] = []
+    unchanged = checked = 0
+    timed_out = False
+    policy = FetchPolicy.from_config(config.connect, global_config)
+    with Fetcher(policy) as fetcher:
+        for record in records:
+            if time.monotonic() > deadline:
+                timed_out = True
+                break
+            entry = SourceFreshness(uri=record.uri, status="unchecked", fetched_at=fetched.get(record.uri))
+            try:
+                if record.source_kind == "folder":
+                    path = _folder_file(config, record)
+                    entry.how = "hash"
+                    if path is None or not path.is_file():
+                        entry.status = "gone"
+                    else:
+                        entry.status = "unchanged" if sha256_file(path) == record.sha256 else "changed"
+                elif not local_only and (
+                    record.source_kind in _URL_KINDS or record.uri.startswith(("http://", "https://"))
+                ):
+                    entry.status, entry.how = _check_url(fetcher, record)
+                else:
+                    continue
+            except IndexFoundryError as exc:
+                entry.status, entry.error = "error", exc.code
+            except OSError:
+                entry.status, entry.error = "error", "PARSE_ERROR"
+            checked += 1
+            if entry.status == "unchanged":
+                unchanged += 1
+            elif entry.status == "error":
+                errors.append(entry)
+            else:
+                changed.append(entry)
+    return FreshnessReport(
+        run_id=layout.run_id,
+        sources=total,
+        checked=checked,
+        sample=sample if sample is not None and sample < 1 else None,
+        timed_out=timed_out,
+        changed=changed,
+        errors=errors,
+        unchanged=unchanged,
+    )

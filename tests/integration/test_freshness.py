@@ -1,0 +1,132 @@
+"""check_freshness: files by hash, URLs by conditional request, through every surface."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+from typer.testing import CliRunner
+
+from indexfoundry import api
+from indexfoundry.surfaces.cli import app
+from tests.conftest import SAMPLE_DOCS, write_tree
+from tests.integration.connect_servers import body, serve_script
+from tests.integration.mcp_support import stdio_session, structured, texts
+
+PAGE_A = (
+    b"<html><head><title>A</title></head><body><main><h1>Alpha</h1><p>Alpha page text here.</p></main></body></html>"
+)
+PAGE_B = b"<html><head><title>B</title></head><body><main><h1>Beta</h1><p>Beta page text here.</p></main></body></html>"
+
+
+def test_check_freshness_names_exactly_the_edited_file_and_the_url_whose_etag_changed(tmp_path: Path):
+    docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
+    routes = {
+        "/a.html": body(PAGE_A, "text/html", {"ETag": '"a1"'}),
+        "/b.html": body(PAGE_B, "text/html", {"ETag": '"b1"'}),
+    }
+    with serve_script(routes) as site:
+        config = {
+            "connect": {
+                "sources": [
+                    {"type": "folder", "path": str(docs), "glob": "**/*.md"},
+                    {"type": "url", "url": f"{site.base}/a.html"},
+                    {"type": "url", "url": f"{site.base}/b.html"},
+                ],
+                "allowed_private_hosts": [f"127.0.0.1:{site.port}"],
+            },
+            "index": {"embedding_model": "hash"},
+        }
+        runs = tmp_path / "runs"
+        out = api.pipeline_run(config, runs_dir=runs)
+        assert out.status == "completed"
+        fresh = api.check_freshness(out.run_id, runs_dir=runs)
+        assert fresh.changed == [] and fresh.errors == [] and fresh.checked == fresh.sources == 5
+        assert fresh.unchanged == 5
+        # edit one file, and serve b.html anew under another ETag
+        (docs / "guide" / "theme.md").write_text("# Theme\n\nNow dark by default.\n", encoding="utf-8")
+        routes["/b.html"] = body(PAGE_B.replace(b"Beta page", b"Beta page, revised,"), "text/html", {"ETag": '"b2"'})
+        report = api.check_freshness(out.run_id, runs_dir=runs)
+        assert {(c.uri, c.status, c.how) for c in report.changed} == {
+            ("docs/guide/theme.md", "changed", "hash"),
+            (f"{site.base}/b.html", "changed", "etag"),
+        }
+        assert report.unchanged == 3 and all(c.fetched_at for c in report.changed)
+        asked = [r for r in site.requests if r["path"] == "/a.html"][-1]
+        assert asked["status"] == 304 and asked["headers"]["if-none-match"] == '"a1"'  # not sent again
+        # a deleted file is gone; sampling checks a stated share, the same sources each time
+        (docs / "index.md").unlink()
+        gone = api.check_freshness(out.run_id, runs_dir=runs, uris=["docs/index.md"])
+        assert [(c.uri, c.status) for c in gone.changed] == [("docs/index.md", "gone")]
+        sampled = [api.check_freshness(out.run_id, runs_dir=runs, sample=0.4) for _ in range(2)]
+        assert sampled[0].checked == 2 and sampled[0].sample == 0.4
+        assert sampled[0].changed == sampled[1].changed
+        # the CLI and the MCP tool say the same
+        cli = CliRunner().invoke(app, ["run", "check-fresh", out.run_id, "--runs-dir", str(runs), "--json"])
+        assert cli.exit_code == 0, cli.output
+        assert {c["uri"] for c in json.loads(cli.stdout)["changed"]} == {
+            "docs/guide/theme.md",
+            "docs/index.md",
+            f"{site.base}/b.html",
+        }
+        code = CliRunner().invoke(app, ["run", "check-fresh", out.run_id, "--runs-dir", str(runs), "--exit-code"])
+        assert code.exit_code == 1
+
+        async def main():
+            async with stdio_session("--runs-dir", str(runs), cwd=tmp_path) as session:
+                return await session.call_tool("check_freshness", {"run_id": out.run_id})
+
+        result = anyio.run(main)
+        assert not result.is_error, texts(result)
+        assert len(structured(result)["changed"]) == 3
+
+
+def test_a_url_the_network_policy_refuses_is_an_error_not_a_request(tmp_path: Path):
+    docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
+    routes = {"/a.html": body(PAGE_A, "text/html", {"ETag": '"a1"'})}
+    with serve_script(routes) as site:
+        config = {
+            "connect": {
+                "sources": [
+                    {"type": "folder", "path": str(docs), "glob": "**/*.md"},
+                    {"type": "url", "url": f"{site.base}/a.html"},
+                ],
+                "allowed_private_hosts": [f"127.0.0.1:{site.port}"],
+            },
+            "index": {"embedding_model": "hash"},
+        }
+        runs = tmp_path / "runs"
+        out = api.pipeline_run(config, runs_dir=runs)
+        # the run's own policy is what checks use: edit it so the host is no longer allowed
+        layout_config = runs / out.run_id / "config.json"
+        data = json.loads(layout_config.read_text(encoding="utf-8"))
+        data["connect"]["allowed_private_hosts"] = []
+        layout_config.write_text(json.dumps(data), encoding="utf-8")
+        before = len(site.requests)
+        report = api.check_freshness(out.run_id, runs_dir=runs)
+        assert [(e.uri, e.error) for e in report.errors] == [(f"{site.base}/a.html", "DOMAIN_BLOCKED")]
+        assert len(site.requests) == before
+
+
+def test_results_carry_the_fetch_time_and_in_docs_mode_say_when_their_file_changed(tmp_path: Path):
+    from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunCache, SearchDocsInput
+
+    docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
+    runs = tmp_path / "runs"
+    config = {
+        "connect": {"sources": [{"type": "folder", "path": str(docs), "glob": "**/*.md"}]},
+        "index": {"embedding_model": "hash"},
+    }
+    out = api.pipeline_run(config, runs_dir=runs)
+    top = api.search("change the theme colours", out.run_id, runs_dir=runs, top_k=3).results
+    assert all(r.fetched_at and len(r.source.content_hash) == 64 for r in top)
+    tools = RetrievalTools(FixedRuns(runs, out.run_id), RunCache(runs), flag_changed=True)
+    query = SearchDocsInput(query="change the theme colours", top_k=3)
+    before = tools.search_docs(query)
+    assert not any(h.changed for h in before.structured.results)  # type: ignore[attr-defined]
+    (docs / "guide" / "theme.md").write_text("# Theme\n\nNow dark by default.\n", encoding="utf-8")
+    after = tools.search_docs(query)
+    flagged = {h.path for h in after.structured.results if h.changed}  # type: ignore[attr-defined]
+    assert flagged == {"docs/guide/theme.md"}
+    assert any("[changed since indexing]" in text for text in after.texts)
