@@ -95,6 +95,8 @@ def main() -> None:
                     path = work / f"{model}-{name}.yaml"
                     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
                     results[name] = _run(cluster, path, work / f"runs-{model}-{name}", [])
+                    shown = {k: v for k, v in results[name].items() if k != "run"}
+                    print(f"{model} {name}: {json.dumps(shown)}", file=sys.stderr, flush=True)  # kept if cut short
                 local = results["local"]
                 expected = content_files(local["run"])
                 for name, result in results.items():

@@ -103,7 +103,7 @@ class RayCluster:
                 os.killpg(node.pid, signal.SIGTERM)
         for node in self.nodes:
             try:
-                node.wait(timeout=20)
+                node.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(node.pid, signal.SIGKILL)
@@ -155,7 +155,10 @@ def ray_cluster() -> Iterator[RayCluster]:
     cluster = RayCluster(name, temp_dir, token, env)
     stack = contextlib.ExitStack()
     try:
-        subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
+        lo_up = ["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"]
+        up = subprocess.run(lo_up, capture_output=True, text=True)
+        if up.returncode != 0:
+            pytest.skip(f"cannot enter a network namespace here: {up.stderr.strip()}")
         common = [
             "--num-cpus",
             "1",
