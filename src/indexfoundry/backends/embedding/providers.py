@@ -143,10 +143,25 @@ def _offline_env() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
+def configure_torch_threads() -> int:
+    """Give torch the same bounded thread count as ONNX Runtime (``INDEXFOUNDRY_EMBED_THREADS``,
+    else the cores this process may use, at most 4), so a busy machine is not spun by idle
+    torch worker threads; returns the count."""
+    import torch
+
+    from indexfoundry.backends.embedding.onnx_fp32 import default_threads
+
+    threads = default_threads()
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return threads
+
+
 def _load_sentence_transformer(name_or_path: str) -> Any:
     _offline_env()
     with _load_lock:
         if name_or_path not in _models:
+            configure_torch_threads()
             try:
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as hf_logging
