@@ -49,8 +49,8 @@ def shuffled_batches(embed: Callable[[list[str]], np.ndarray], texts: list[str],
     out: dict[int, bytes] = {}
     for start in range(0, len(order), size):
         part = order[start : start + size]
-        for row, index in enumerate(embed([texts[i] for i in part])):
-            out[index] = row.tobytes()
+        for index, row in zip(part, embed([texts[i] for i in part]), strict=True):
+            out[index] = np.asarray(row, dtype=np.float32).tobytes()
     return [out[i] for i in range(len(texts))]
 
 

@@ -105,3 +105,13 @@ def test_a_run_without_keyword_index_is_not_found(tmp_path: Path):
     with pytest.raises(IndexFoundryError) as caught:
         KeywordIndex.load(layout_at(tmp_path))
     assert caught.value.code == "NOT_FOUND"
+
+
+def test_ties_at_the_top_k_cut_are_decided_by_chunk_id(tmp_path: Path):
+    twins = [make_chunk(f"twin{i}", "The widget installs itself.") for i in range(6)]
+    layout = layout_at(tmp_path)
+    build_keyword_index(layout, [*twins, *CHUNKS.values()])
+    index = KeywordIndex.load(layout)
+    everything = index.search("widget", 100)
+    assert [h.chunk_id for h in everything] == sorted(c.chunk_id for c in twins)
+    assert index.search("widget", 2) == everything[:2]
