@@ -2,241 +2,44 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ValidationError
-
 from indexfoundry.app.export import LlmsTxtOutput
 from indexfoundry.app.freshness import FreshnessReport
-from indexfoundry.errors import ConfigInvalid, RunNotFound
+from indexfoundry.app.runs import cleanup as cleanup
+from indexfoundry.app.runs import diff as diff
+from indexfoundry.app.runs import load_config as load_config
+from indexfoundry.app.runs import pipeline_run as pipeline_run
+from indexfoundry.app.runs import resolve_run_id as resolve_run_id
+from indexfoundry.app.runs import run_phase as run_phase
+from indexfoundry.app.runs import runs as runs
+from indexfoundry.app.runs import runs_dir_for as runs_dir_for
+from indexfoundry.app.runs import serve_openapi as serve_openapi
+from indexfoundry.app.runs import serve_start as serve_start
+from indexfoundry.app.runs import status as status
+from indexfoundry.app.runs import validate_config as validate_config
+from indexfoundry.app.runs import with_execution as with_execution
 from indexfoundry.models.config import (
-    ExecutionConfig,
-    GlobalConfig,
     PipelineConfig,
-    load_global_config,
-    load_pipeline_config,
-    parse_pipeline_config,
     pipeline_config_schema,
 )
-from indexfoundry.models.manifests import PipelineRunOutput
+from indexfoundry.models.manifests import RunManifest
+from indexfoundry.models.records import ExtractedDocument
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResponse
-from indexfoundry.pipeline.cleanup import RunCleanupOutput
-from indexfoundry.pipeline.diff import RunDiffOutput
-from indexfoundry.pipeline.executors import Executor, open_executor
-from indexfoundry.pipeline.runner import create_run, execute, new_run_id
-from indexfoundry.pipeline.runs import RunListItem, RunStatusOutput, latest_run, list_runs, run_status
-from indexfoundry.storage.layout import PHASES, RunLayout, resolve_runs_dir
-from indexfoundry.storage.manifest import load_run_config
+from indexfoundry.models.serve import DocumentView, StatsView
+from indexfoundry.pipeline.runs import RunStatusOutput, run_status
+from indexfoundry.retrieval.pages import RunView
+from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import load_manifest, load_run_config
 
 if TYPE_CHECKING:
     from indexfoundry.app.eval import EvalResult
-    from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeEndpoint
-    from indexfoundry.models.serve import ServeOpenapiOutput, ServerStatus, ServeStartOutput, ServeStopOutput
+    from indexfoundry.models.config import RateLimitConfig
+    from indexfoundry.models.serve import ServerStatus, ServeStopOutput
     from indexfoundry.retrieval.service import SearchService
-
-
-def runs_dir_for(runs_dir: str | Path | None = None, global_config: GlobalConfig | None = None) -> Path:
-    """The runs folder: argument, $INDEXFOUNDRY_RUNS_DIR, global config, or ./runs."""
-    glob = global_config or load_global_config()
-    return resolve_runs_dir(runs_dir, glob.storage.runs_dir if glob.storage.runs_dir != "./runs" else None)
-
-
-def load_config(
-    config: str | Path | dict[str, Any] | PipelineConfig, global_config: GlobalConfig | None = None
-) -> PipelineConfig:
-    """A validated pipeline config from a file path, a mapping or a model."""
-    glob = global_config or load_global_config()
-    if isinstance(config, PipelineConfig):
-        return config
-    if isinstance(config, dict):
-        return parse_pipeline_config(config, base_dir=Path.cwd(), glob=glob)
-    return load_pipeline_config(Path(config), glob)
-
-
-def validate_config(
-    config: str | Path | dict[str, Any] | PipelineConfig, global_config: GlobalConfig | None = None
-) -> PipelineConfig:
-    """``load_config`` plus the checks that would otherwise fail only once a phase runs
-    (missing folders, unknown embedding model, a store whose extra is missing): CONFIG_INVALID."""
-    from indexfoundry.pipeline.preflight import preflight
-
-    cfg = load_config(config, global_config)
-    preflight(cfg)
-    return cfg
-
-
-def resolve_run_id(runs_dir: Path, run_id: str) -> str:
-    """Accept 'latest' as the newest completed (or partial) run."""
-    if run_id == "latest":
-        found = latest_run(runs_dir)
-        if found is None:
-            raise RunNotFound(f"no completed run in {runs_dir}", suggestion="Run 'indexfoundry pipeline run CONFIG'")
-        return found
-    return run_id
-
-
-def pipeline_run(
-    config: str | Path | dict[str, Any] | PipelineConfig,
-    *,
-    runs_dir: str | Path | None = None,
-    run_id: str | None = None,
-    force: bool = False,
-    progress: Any = None,
-    embedder: Any = None,
-    base: str | None = None,
-    allow_shrink: bool = False,
-    executor: Literal["local", "ray"] | None = None,
-    ray_address: str | None = None,
-) -> PipelineRunOutput:
-    """Run the whole pipeline: a new run, or with ``run_id`` a rerun of that run in place.
-
-    With ``base`` (a run id or 'latest'), the new run reuses everything unchanged from that
-    run by content hash; its artifacts equal those of a run from scratch. A rerun of a run
-    that was created with a base uses that base again (e.g. resuming a killed run).
-
-    The config is checked before a run is created (``validate_config``). A run that comes
-    out empty fails with EMPTY_CONTENT; one that loses more than ``max_shrink`` of its base's
-    documents or chunks fails with RUN_SHRANK unless ``allow_shrink``. Neither becomes 'latest'.
-
-    ``executor`` / ``ray_address`` override the config's ``execution`` (a Ray address alone
-    means the Ray executor). The executor is connected before the run exists: a cluster that
-    cannot be reached is refused (CONFIG_INVALID with its address) before any phase runs.
-    """
-    glob = load_global_config()
-    cfg = with_execution(validate_config(config, glob), executor, ray_address)
-    root = runs_dir_for(runs_dir, glob)
-    base_layout = _base_layout(root, base)
-    with _opened_executor(cfg) as work:
-        return _pipeline_run(cfg, glob, root, base_layout, run_id, force, progress, embedder, allow_shrink, work)
-
-
-def with_execution(cfg: PipelineConfig, engine: Literal["local", "ray"] | None, address: str | None) -> PipelineConfig:
-    """``cfg`` with the executor chosen on the command line (validated like the config file)."""
-    if engine is None and address is None:
-        return cfg
-    update: dict[str, Any] = {"engine": engine or "ray"}
-    if address is not None:
-        update["address"] = address
-    try:
-        execution = ExecutionConfig.model_validate({**cfg.execution.model_dump(), **update})
-    except ValidationError as exc:
-        raise ConfigInvalid(
-            f"invalid executor settings: {exc.errors()[0]['msg']}",
-            suggestion="--ray-address takes auto, HOST:PORT or ray://HOST:PORT",
-        ) from None
-    return cfg.model_copy(update={"execution": execution})
-
-
-@contextlib.contextmanager
-def _opened_executor(cfg: PipelineConfig) -> Iterator[Executor]:
-    work = open_executor(cfg.execution)
-    try:
-        yield work
-    finally:
-        work.close()
-
-
-def _pipeline_run(
-    cfg: PipelineConfig,
-    glob: GlobalConfig,
-    root: Path,
-    base_layout: RunLayout | None,
-    run_id: str | None,
-    force: bool,
-    progress: Any,
-    embedder: Any,
-    allow_shrink: bool,
-    work: Executor,
-) -> PipelineRunOutput:
-    from indexfoundry.pipeline.guards import RunGuards
-
-    rid = run_id or cfg.run_id
-    if rid is not None:
-        layout = RunLayout.for_run(root, rid)
-        if not layout.manifest.is_file():
-            create_run(layout, cfg, base_run_id=base_layout.run_id if base_layout else None)
-        elif base_layout is None:
-            base_layout = _recorded_base(layout)
-    else:
-        layout = RunLayout.for_run(root, new_run_id())
-        create_run(layout, cfg, base_run_id=base_layout.run_id if base_layout else None)
-    if base_layout is not None and base_layout.run_id == layout.run_id:
-        raise ConfigInvalid("a run cannot be its own base", suggestion="Pass another run id to --base")
-    forced = PHASES if (force or cfg.force) else ()
-    output = execute(
-        layout,
-        cfg,
-        global_config=glob,
-        force_phases=forced,
-        progress=progress,
-        embedder_override=embedder,
-        base_layout=base_layout,
-        guards=RunGuards(allow_shrink=allow_shrink, max_shrink=cfg.max_shrink),
-        executor=work,
-    )
-    if cfg.serve.auto_start and output.status != "failed":
-        # Serves 'latest': a server already started this way switches to the new run by itself.
-        started = serve_start("latest", runs_dir=root, host=cfg.serve.host, port=cfg.serve.port or 8080)
-        output.retrieval_endpoint = started.retrieval_endpoint
-    return output
-
-
-def _base_layout(root: Path, base: str | None) -> RunLayout | None:
-    """The base run of an incremental run. 'latest' with no completed run yet means a full run
-    (so a nightly ``--base latest`` also works the first night); a named run must exist."""
-    if base is None:
-        return None
-    if base == "latest":
-        found = latest_run(root)
-        return RunLayout.existing(root, found) if found is not None else None
-    return RunLayout.existing(root, base)
-
-
-def _recorded_base(layout: RunLayout) -> RunLayout | None:
-    """The base run recorded in a run's manifest, when it still exists."""
-    from indexfoundry.storage.manifest import load_manifest
-
-    base_id = load_manifest(layout).base_run_id
-    if base_id is None:
-        return None
-    base = RunLayout.for_run(layout.runs_dir, base_id)
-    return base if base.manifest.is_file() else None
-
-
-def run_phase(
-    phase: str,
-    run_id: str,
-    *,
-    runs_dir: str | Path | None = None,
-    force: bool = False,
-    progress: Any = None,
-    embedder: Any = None,
-    allow_shrink: bool = False,
-) -> PipelineRunOutput:
-    """Rerun one phase of an existing run (skipped when unchanged unless ``force``); the run
-    guards of ``pipeline_run`` apply."""
-    from indexfoundry.pipeline.guards import RunGuards
-
-    if phase not in PHASES:
-        raise ConfigInvalid(f"unknown phase '{phase}'", suggestion=f"One of: {', '.join(PHASES)}")
-    glob = load_global_config()
-    root = runs_dir_for(runs_dir, glob)
-    layout = RunLayout.existing(root, resolve_run_id(root, run_id))
-    cfg = load_run_config(layout)
-    return execute(
-        layout,
-        cfg,
-        global_config=glob,
-        base_layout=_recorded_base(layout),
-        phases=[phase],
-        force_phases=[phase] if force else [],
-        progress=progress,
-        embedder_override=embedder,
-        guards=RunGuards(allow_shrink=allow_shrink, max_shrink=cfg.max_shrink),
-    )
 
 
 def search(
@@ -329,60 +132,9 @@ def check_freshness(
     )
 
 
-def status(run_id: str, *, runs_dir: str | Path | None = None) -> RunStatusOutput:
-    """The seed's run_status."""
-    root = runs_dir_for(runs_dir)
-    return run_status(RunLayout.existing(root, resolve_run_id(root, run_id)))
-
-
-def runs(
-    *,
-    runs_dir: str | Path | None = None,
-    status_filter: Literal["all", "completed", "running", "failed", "partial"] = "all",
-    limit: int = 20,
-    before: str | None = None,
-    after: str | None = None,
-) -> list[RunListItem]:
-    """The seed's run_list."""
-    return list_runs(runs_dir_for(runs_dir), status_filter, limit, before, after)
-
-
 def config_schema() -> dict[str, Any]:
     """JSON Schema of the pipeline config file."""
     return pipeline_config_schema()
-
-
-def diff(
-    run_id_a: str, run_id_b: str, *, runs_dir: str | Path | None = None, include_chunks: bool = False
-) -> RunDiffOutput:
-    """The seed's run_diff: what changed from run A to run B (timing fields ignored)."""
-    from indexfoundry.pipeline.diff import run_diff
-
-    root = runs_dir_for(runs_dir)
-    a = RunLayout.existing(root, resolve_run_id(root, run_id_a))
-    b = RunLayout.existing(root, resolve_run_id(root, run_id_b))
-    return run_diff(a, b, include_chunks=include_chunks)
-
-
-def cleanup(
-    *,
-    runs_dir: str | Path | None = None,
-    older_than_days: int = 30,
-    keep_manifests: bool = True,
-    dry_run: bool = True,
-    max_runs: int | None = None,
-) -> RunCleanupOutput:
-    """The seed's run_cleanup; ``max_runs`` defaults to the global config's ``storage.max_runs``."""
-    from indexfoundry.pipeline.cleanup import cleanup_runs
-
-    glob = load_global_config()
-    return cleanup_runs(
-        runs_dir_for(runs_dir, glob),
-        older_than_days=older_than_days,
-        keep_manifests=keep_manifests,
-        dry_run=dry_run,
-        max_runs=max_runs if max_runs is not None else glob.storage.max_runs,
-    )
 
 
 def export_llms_txt(
@@ -397,49 +149,6 @@ def export_llms_txt(
 
 
 # ---------------------------------------------------------------- serve (HTTP API)
-def serve_openapi(
-    run_id: str,
-    *,
-    runs_dir: str | Path | None = None,
-    api_info: ApiInfo | None = None,
-    endpoints: list[ServeEndpoint] | None = None,
-    include_schemas: bool = True,
-) -> ServeOpenapiOutput:
-    """The seed's serve_openapi: write ``served/openapi.json`` from the same app the server runs."""
-    from indexfoundry.app.serving import write_openapi
-
-    root = runs_dir_for(runs_dir)
-    layout = RunLayout.existing(root, resolve_run_id(root, run_id))
-    return write_openapi(
-        layout, load_run_config(layout).serve, api_info=api_info, endpoints=endpoints, include_schemas=include_schemas
-    )
-
-
-def serve_start(
-    run_id: str,
-    *,
-    runs_dir: str | Path | None = None,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    cors_origins: list[str] | None = None,
-    rate_limit: RateLimitConfig | None = None,
-    log_requests: bool | None = None,
-) -> ServeStartOutput:
-    """The seed's serve_start: the HTTP API in a background process; returns once it answers.
-    ``run_id`` may be 'latest': the server then switches to each newly completed run."""
-    from indexfoundry.app.serving import start_background
-
-    return start_background(
-        runs_dir_for(runs_dir),
-        run_id,
-        host=host,
-        port=port,
-        cors_origins=cors_origins,
-        rate_limit=rate_limit,
-        log_requests=log_requests,
-    )
-
-
 def serve_foreground(
     run_id: str,
     *,
@@ -477,3 +186,145 @@ def serve_stop(*, runs_dir: str | Path | None = None, port: int | None = None) -
     from indexfoundry.app.serving import stop_servers
 
     return stop_servers(runs_dir_for(runs_dir), port)
+
+
+# ---------------------------------------------------------------- the Run handle
+@dataclass(frozen=True)
+class Page:
+    """One page of a run: an extracted document and its text (``Run.page``)."""
+
+    path: str
+    document: ExtractedDocument
+    text: str
+
+
+@dataclass(frozen=True)
+class PageSection:
+    """One section of a page: the heading's breadcrumb and its text (``Run.section``)."""
+
+    path: str
+    breadcrumb: str
+    text: str
+    other_matches: list[str]
+
+
+class Run:
+    """A typed handle on one run: what the CLI, the HTTP API and the MCP server read a run through.
+
+    ``open_run("latest")`` follows the newest completed run: ``refresh()`` switches to a newer one
+    (and drops what was loaded for the old one). The search service (with its loaded model and
+    store connection) and the page reader are loaded once, on first use; ``close()`` releases them.
+    """
+
+    def __init__(self, runs_dir: Path, run_id: str, *, embedder: Any = None) -> None:
+        self.runs_dir = runs_dir
+        self.follows_latest = run_id == "latest"
+        self._spec = run_id
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._service: SearchService | None = None
+        self._pages: RunView | None = None
+        self.reloads = 0
+        self.layout = RunLayout.existing(runs_dir, resolve_run_id(runs_dir, run_id))
+        self.manifest: RunManifest = load_manifest(self.layout)
+
+    @property
+    def id(self) -> str:
+        """The run id (for 'latest': the run currently followed)."""
+        return self.layout.run_id
+
+    @property
+    def config(self) -> PipelineConfig:
+        """The run's frozen pipeline config."""
+        return load_run_config(self.layout)
+
+    def status(self) -> RunStatusOutput:
+        """The seed's run_status of this run."""
+        return run_status(self.layout)
+
+    def _search_service(self) -> SearchService:
+        from indexfoundry.retrieval.service import open_service
+
+        with self._lock:
+            if self._service is None:
+                self._service = open_service(self.layout, self._embedder)
+            return self._service
+
+    def _page_reader(self) -> RunView:
+        with self._lock:
+            if self._pages is None:
+                self._pages = RunView(self.layout)
+            return self._pages
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        mode: SearchMode = "hybrid",
+        filters: list[SearchFilter] | None = None,
+        offset: int = 0,
+    ) -> SearchResponse:
+        """Search the run (semantic, keyword or hybrid), with the served retrieval profile's limits."""
+        request = SearchRequest(query=query, top_k=top_k, mode=mode, filters=filters or [], offset=offset)
+        return self._search_service().search(request)
+
+    def document(self, doc_id: str, *, include_text: bool = False) -> DocumentView:
+        """One indexed document and its chunks (NOT_FOUND for an unknown id)."""
+        from indexfoundry.retrieval.views import document_view
+
+        return document_view(self._search_service(), doc_id, include_text=include_text)
+
+    def page(self, path: str) -> Page:
+        """The page (extracted document) named by its source uri, with its text."""
+        reader = self._page_reader()
+        doc = reader.document(path)
+        return Page(path=path, document=doc, text=reader.text(doc))
+
+    def section(self, path: str, heading: str) -> PageSection:
+        """The section of page ``path`` under ``heading`` (or a breadcrumb ``A > B``)."""
+        _, found, text, others = self._page_reader().section(path, heading)
+        return PageSection(path=path, breadcrumb=found.breadcrumb, text=text, other_matches=others)
+
+    def stats(self) -> StatsView:
+        """What the run serves: documents, chunks, model, when it was indexed."""
+        from indexfoundry.retrieval.views import stats_view
+
+        return stats_view(self._search_service(), follows_latest=self.follows_latest, reloads=self.reloads)
+
+    def refresh(self) -> bool:
+        """Reload the manifest; for 'latest', switch to a newer completed run. True if the run changed."""
+        if self.follows_latest:
+            newest = resolve_run_id(self.runs_dir, "latest")
+            if newest != self.layout.run_id:
+                self.close()
+                self.layout = RunLayout.existing(self.runs_dir, newest)
+                self.manifest = load_manifest(self.layout)
+                self.reloads += 1
+                return True
+        self.manifest = load_manifest(self.layout)
+        return False
+
+    def close(self) -> None:
+        """Release the store connection and what was loaded (the handle can be used again after)."""
+        from indexfoundry.retrieval.service import close_service
+
+        with self._lock:
+            if self._service is not None:
+                close_service(self._service)
+            self._service = None
+            self._pages = None
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_run(run_id: str = "latest", runs_dir: str | Path | None = None, *, embedder: Any = None) -> Run:
+    """A ``Run`` handle on ``run_id`` ('latest': the newest completed run; RUN_NOT_FOUND if none).
+
+    ``embedder`` replaces the run's configured embedding model (tests, custom models).
+    """
+    return Run(runs_dir_for(runs_dir), run_id, embedder=embedder)

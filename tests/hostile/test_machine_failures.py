@@ -90,6 +90,7 @@ def test_a_file_size_limit_hit_while_writing_artifacts_fails_clearly_and_the_run
 KILL_REPETITIONS = 20
 
 
+@pytest.mark.slow
 def test_sigkill_at_twenty_seeded_random_moments_always_resumes_to_a_byte_identical_run(corpus, runs_dir: Path):
     config_path, _, clean = corpus
     # How long a whole run takes in a child process: kills land anywhere inside it.
@@ -132,25 +133,18 @@ class _Died(BaseException):
     """Stands in for SIGKILL inside the process: nothing in the pipeline catches it."""
 
 
-def test_a_run_that_dies_after_the_upsert_and_before_the_index_manifest_resumes_byte_identical(
-    corpus, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
-):
-    from indexfoundry.pipeline import runner
-
+def test_a_run_that_dies_after_the_upsert_and_before_the_index_manifest_resumes_byte_identical(corpus, runs_dir: Path):
     config_path, _, clean = corpus
-    real = runner._run_with_test_delay
 
     def die_after_index(ctx, phase):  # type: ignore[no-untyped-def]
-        outcome = real(ctx, phase)
+        outcome = phase.run(ctx)
         if phase.name == "index":
             raise _Died  # the vectors are in the store; the index manifest entry is not written
         return outcome
 
-    monkeypatch.setattr(runner, "_run_with_test_delay", die_after_index)
     run_id = new_run_id()
     with pytest.raises(_Died):
-        api.pipeline_run(config_path, runs_dir=runs_dir, run_id=run_id)
-    monkeypatch.setattr(runner, "_run_with_test_delay", real)
+        api.pipeline_run(config_path, runs_dir=runs_dir, run_id=run_id, phase_runner=die_after_index)
     rerun = api.pipeline_run(config_path, runs_dir=runs_dir, run_id=run_id)
     assert rerun.status == "completed"
     assert artifact_bytes(RunLayout(runs_dir / run_id)) == clean

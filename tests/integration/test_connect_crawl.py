@@ -133,6 +133,7 @@ def test_a_rerun_on_a_base_revalidates_pages_and_a_page_now_gone_is_removed(runs
 
 
 def test_a_crawled_site_goes_through_every_phase_and_its_pages_are_searchable(runs_dir: Path):
+    from indexfoundry.app.serving import write_openapi
     from indexfoundry.pipeline.runner import create_run, execute, new_run_id
     from indexfoundry.storage.layout import RunLayout
 
@@ -144,7 +145,7 @@ def test_a_crawled_site_goes_through_every_phase_and_its_pages_are_searchable(ru
         config = remote_config([_crawl(f"{site.base}/")])
         layout = RunLayout.for_run(runs_dir, new_run_id())
         create_run(layout, config)
-        output = execute(layout, config)
+        output = execute(layout, config, openapi_writer=write_openapi)
     assert output.status == "completed"
     uris = {row["source"]["uri"] for row in iter_jsonl(layout.chunks)}
     assert uris == {f"{site.base}/", f"{site.base}/install.html"}

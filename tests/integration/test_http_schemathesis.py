@@ -19,6 +19,9 @@ from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.http import HttpSettings, openapi_spec
 from tests.integration.http_support import LiveServer, make_run
 
+# Property-based requests against a live server: a heavy case, outside the fast tier.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server_and_spec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Path]]:

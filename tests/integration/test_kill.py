@@ -1,8 +1,9 @@
 """A pipeline SIGKILLed during any phase shows 'failed' in that phase; a rerun resumes and
 ends with the same artifacts as a clean run.
 
-The pause comes from the test-only hook INDEXFOUNDRY_TEST_PHASE_DELAY=phase:seconds
-(pipeline/runner.py), so the kill lands while the phase is under way, never on a timer guess.
+The pause comes from the test-only entry point tests/integration/paused_pipeline.py (it injects
+a pausing ``phase_runner`` into the runner), so the kill lands while the phase is under way,
+never on a timer guess.
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ MORE_DOCS: dict[str, str | bytes] = {
 }
 
 
-def start_pipeline(config: Path, runs_dir: Path, run_id: str, delay: str | None) -> subprocess.Popen[bytes]:
+REPO = Path(__file__).resolve().parents[2]
+
+
+def start_pipeline(config: Path, runs_dir: Path, run_id: str, delay: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "INDEXFOUNDRY_RUNS_DIR": str(runs_dir)}
-    if delay:
-        env["INDEXFOUNDRY_TEST_PHASE_DELAY"] = delay
     return subprocess.Popen(
-        [sys.executable, "-m", "indexfoundry", "pipeline", "run", str(config), "--run-id", run_id, "--json"],
+        [sys.executable, "-m", "tests.integration.paused_pipeline", str(config), run_id, delay],
         env=env,
+        cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -64,6 +67,7 @@ def setup(tmp_path: Path) -> tuple[Path, dict[str, object]]:
     return write_config(tmp_path / "config.yaml", config), config
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_pipeline_killed_during_a_phase_is_failed_there_and_a_rerun_resumes_to_a_clean_result(
     phase: str, setup, runs_dir: Path, tmp_path: Path

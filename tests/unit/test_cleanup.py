@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from indexfoundry import api
 from indexfoundry.pipeline.cleanup import cleanup_runs
 from indexfoundry.pipeline.inuse import mark_in_use, release, runs_in_use
+from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.manifest import load_manifest, run_lock, save_manifest
+from indexfoundry.storage.manifest import load_manifest, run_lock
 from indexfoundry.surfaces.cli import app
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.fakes import RecordingEmbedder
@@ -88,7 +89,7 @@ def test_the_base_of_a_run_in_progress_is_never_removed(three_runs, runs_dir: Pa
     running = RunLayout(runs_dir / three_runs[2])
     manifest = load_manifest(running)
     manifest.base_run_id = three_runs[0]
-    save_manifest(running, manifest)
+    RunSession(running, manifest).commit(totals=False)
     with run_lock(running):
         out = cleanup_runs(runs_dir, older_than_days=30, dry_run=False, now=LATER)
     reasons = {k.run_id: k.reason for k in out.protected}

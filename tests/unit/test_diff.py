@@ -9,8 +9,9 @@ from typer.testing import CliRunner
 
 from indexfoundry import api
 from indexfoundry.pipeline.diff import config_changes, render_markdown, text_diff
+from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.manifest import load_manifest, save_manifest
+from indexfoundry.storage.manifest import load_manifest
 from indexfoundry.surfaces.cli import app
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.fakes import RecordingEmbedder
@@ -44,7 +45,7 @@ def test_two_runs_of_the_same_inputs_are_identical_whatever_their_timings(tree, 
     for phase in manifest.phases.values():
         phase.duration_ms = (phase.duration_ms or 0) + 12345
         phase.started_at = "2001-01-01T00:00:00.000Z"
-    save_manifest(layout, manifest)
+    RunSession(layout, manifest).commit(totals=False)
     out = api.diff(a, b, runs_dir=runs_dir, include_chunks=True)
     assert out.identical
     assert out.config == []

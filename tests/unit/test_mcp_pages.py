@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from indexfoundry.models.records import ExtractedDocument, Heading
-from indexfoundry.surfaces.mcp.pages import find_section, sections_of
+from indexfoundry.retrieval.pages import find_section, sections_of
 
 TEXT = (
     "# Guide\n\nIntro — café.\n\n## Config\n\nConfig text.\n\n### Theme\n\nThème text.\n\n## Install\n\nInstall text.\n"

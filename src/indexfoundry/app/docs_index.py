@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from indexfoundry import api
+from indexfoundry.app import runs as api
 from indexfoundry.errors import IndexFoundryError, RunLocked
 from indexfoundry.models.config import FolderSource, PipelineConfig
 from indexfoundry.pipeline.runs import list_runs

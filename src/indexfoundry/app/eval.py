@@ -312,7 +312,7 @@ def evaluate(
     ``reranker`` (a ``reranker.model`` value) reranks the first ``top_k_to_rerank`` candidates
     of every mode, whatever the run's profile says, so its gain can be measured on the same run.
     """
-    from indexfoundry import api
+    from indexfoundry.app import runs as api
     from indexfoundry.retrieval.service import open_service
     from indexfoundry.storage.layout import RunLayout
 

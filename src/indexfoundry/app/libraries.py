@@ -25,7 +25,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import Field, ValidationError
 
-from indexfoundry import api
+from indexfoundry.app import runs as api
 from indexfoundry.app.docs_index import DocsIndex, newest_run_of_config
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
 from indexfoundry.models.base import Strict

@@ -13,10 +13,8 @@ phase's outputs changed (and skip when a forced rerun produced identical artifac
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -40,6 +38,7 @@ from indexfoundry.phases.base import NullProgress, Phase, PhaseContext, PhaseOut
 from indexfoundry.pipeline.guards import RunGuards, check_phase_output
 from indexfoundry.pipeline.inuse import in_use
 from indexfoundry.pipeline.locks import shared_store_lock
+from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import atomic_write_json, remove_stale_temp_files
 from indexfoundry.storage.clock import monotonic_ms, utc_now
 from indexfoundry.storage.hashing import sha256_json
@@ -49,35 +48,58 @@ from indexfoundry.storage.manifest import (
     artifacts_verify,
     frozen_config,
     load_manifest,
-    run_lock,
-    save_manifest,
     totals_of,
 )
 
 
+def _connect() -> Phase:
+    from indexfoundry.phases.connect import ConnectPhase
+
+    return ConnectPhase()
+
+
+def _extract() -> Phase:
+    from indexfoundry.phases.extract import ExtractPhase
+
+    return ExtractPhase()
+
+
+def _normalize() -> Phase:
+    from indexfoundry.phases.normalize import NormalizePhase
+
+    return NormalizePhase()
+
+
+def _index() -> Phase:
+    from indexfoundry.phases.index import IndexPhase
+
+    return IndexPhase()
+
+
+def _serve() -> Phase:
+    from indexfoundry.phases.serve import ServePhase
+
+    return ServePhase()
+
+
+# The phase registry, in pipeline order: name -> factory (each imports its phase on first use, so
+# heavy libraries load only when the phase runs). A new phase adds one entry here and one name to
+# ``storage.layout.PHASES``; the runner has no other per-phase code.
+PHASE_REGISTRY: dict[str, Callable[[], Phase]] = {
+    "connect": _connect,
+    "extract": _extract,
+    "normalize": _normalize,
+    "index": _index,
+    "serve": _serve,
+}
+
+
 def get_phase(name: str) -> Phase:
-    """The phase implementation for ``name`` (imported lazily: heavy libraries load on use)."""
-    if name == "connect":
-        from indexfoundry.phases.connect import ConnectPhase
-
-        return ConnectPhase()
-    if name == "extract":
-        from indexfoundry.phases.extract import ExtractPhase
-
-        return ExtractPhase()
-    if name == "normalize":
-        from indexfoundry.phases.normalize import NormalizePhase
-
-        return NormalizePhase()
-    if name == "index":
-        from indexfoundry.phases.index import IndexPhase
-
-        return IndexPhase()
-    if name == "serve":
-        from indexfoundry.phases.serve import ServePhase
-
-        return ServePhase()
-    raise IndexFoundryError(f"unknown phase '{name}'", code="CONFIG_INVALID", suggestion=f"One of {PHASES}")
+    """The phase implementation registered for ``name``."""
+    factory = PHASE_REGISTRY.get(name)
+    if factory is None:
+        raise IndexFoundryError(f"unknown phase '{name}'", code="CONFIG_INVALID", suggestion=f"One of {PHASES}")
+    return factory()
 
 
 def new_run_id() -> str:
@@ -86,20 +108,18 @@ def new_run_id() -> str:
 
 
 def create_run(layout: RunLayout, config: PipelineConfig, base_run_id: str | None = None) -> RunManifest:
-    """Create the run folder, freeze the config and write the first manifest."""
-    layout.create()
-    frozen = frozen_config(config)
-    atomic_write_json(layout.config, frozen)
-    manifest = RunManifest(
-        run_id=layout.run_id,
-        created_at=utc_now(),
-        status="running",
-        config_hash=sha256_json(frozen),
-        indexfoundry_version=__version__,
-        base_run_id=base_run_id,
-    )
-    save_manifest(layout, manifest)
-    return manifest
+    """Create the run folder, freeze the config and write the first manifest (``RunSession.create``)."""
+    return RunSession.create(layout, config, base_run_id)
+
+
+# Runs one phase in its context; ``run_phase_body`` (``phase.run(ctx)``) unless a caller wraps it
+# (the kill tests pause a phase this way: tests/integration/paused_pipeline.py).
+PhaseRunner = Callable[[PhaseContext, Phase], PhaseOutcome]
+
+
+def run_phase_body(ctx: PhaseContext, phase: Phase) -> PhaseOutcome:
+    """The default ``PhaseRunner``: the phase's own ``run``."""
+    return phase.run(ctx)
 
 
 @dataclass
@@ -125,12 +145,14 @@ def _fingerprint(phase: Phase, config: PipelineConfig, inputs: list[str]) -> tup
 
 def _run_phase(
     ctx: PhaseContext,
-    manifest: RunManifest,
+    session: RunSession,
     phase: Phase,
     force: bool,
+    phase_runner: PhaseRunner = run_phase_body,
     guards: RunGuards | None = None,
     base_manifest: RunManifest | None = None,
 ) -> _PhaseRun:
+    manifest = session.manifest
     started = monotonic_ms()
     started_at = utc_now()
     ctx.errors = []
@@ -173,10 +195,10 @@ def _run_phase(
         manifest.phases[phase.name] = running
         manifest.current_phase = phase.name
         manifest.status = "running"
-        save_manifest(ctx.layout, manifest)
+        session.commit(totals=False)
         ctx.event("phase_started", phase=phase.name, forced=force)
         try:
-            outcome = _run_with_test_delay(ctx, phase)
+            outcome = phase_runner(ctx, phase)
         except (OSError, sqlite3.Error) as exc:  # a full disk fails the phase with a clear, recoverable error
             full = storage_full(exc)
             if full is None:
@@ -264,70 +286,6 @@ def _executor_details(ctx: PhaseContext) -> dict[str, Any]:
     return {} if executor is None else {"executor": executor.report()}
 
 
-# Test-only hook (used by the kill tests, never set in normal use): pause a phase so that a
-# test can SIGKILL the process while the phase is under way. Format "phase:seconds[,...]".
-# The phase sleeps at its first progress step (mid-phase: some work done, nothing committed),
-# or, for a phase that reports no progress, after its work and before its manifest commit.
-TEST_PHASE_DELAY_ENV = "INDEXFOUNDRY_TEST_PHASE_DELAY"
-
-
-def _test_delay(phase: str) -> float:
-    spec = os.environ.get(TEST_PHASE_DELAY_ENV, "")
-    for part in spec.split(","):
-        name, _, seconds = part.partition(":")
-        if name.strip() == phase:
-            try:
-                return float(seconds)
-            except ValueError:
-                return 0.0
-    return 0.0
-
-
-class _DelayingProgress:
-    """Wraps the progress reporter; sleeps once, at the phase's first progress step."""
-
-    def __init__(self, inner: Any, pause: Any) -> None:
-        self.inner = inner
-        self.pause = pause
-
-    @contextlib.contextmanager
-    def task(self, description: str, total: int | None) -> Iterator[Any]:
-        with self.inner.task(description, total) as task:
-            yield _DelayingTask(task, self.pause)
-
-
-class _DelayingTask:
-    def __init__(self, inner: Any, pause: Any) -> None:
-        self.inner = inner
-        self.pause = pause
-
-    def advance(self, amount: int = 1) -> None:
-        self.inner.advance(amount)
-        self.pause()
-
-
-def _run_with_test_delay(ctx: PhaseContext, phase: Phase) -> PhaseOutcome:
-    seconds = _test_delay(phase.name)
-    if seconds <= 0:
-        return phase.run(ctx)
-    paused: list[bool] = []
-
-    def pause() -> None:
-        if not paused:
-            paused.append(True)
-            ctx.event("test_phase_delay", phase=phase.name, seconds=seconds)
-            time.sleep(seconds)
-
-    original = ctx.progress
-    ctx.progress = _DelayingProgress(original, pause)
-    try:
-        outcome = phase.run(ctx)
-    finally:
-        ctx.progress = original
-    pause()
-    return outcome
-
-
 def execute(
     layout: RunLayout,
     config: PipelineConfig,
@@ -340,20 +298,24 @@ def execute(
     base_layout: RunLayout | None = None,
     guards: RunGuards | None = None,
     executor: Any = None,
+    phase_runner: PhaseRunner = run_phase_body,
+    openapi_writer: Callable[[RunLayout, Any], Any] | None = None,
 ) -> PipelineRunOutput:
     """Run ``phases`` of an existing run in order, skipping the unchanged ones.
 
     Stops at the first failed phase. Holds the run lock for the whole time. ``guards``
     (pipeline/guards.py) fail a run that comes out empty or shrinks too much against its base.
     ``executor`` (``pipeline/executors.py``) runs the phases' per-document and per-batch work;
-    the caller opens and closes it.
+    the caller opens and closes it. ``phase_runner`` runs one phase (default: ``phase.run(ctx)``;
+    tests wrap it). ``openapi_writer`` writes served/openapi.json for the serve phase
+    (``app.serving.write_openapi``: a phase does not import the HTTP app).
     """
     forced = set(force_phases)
     started = monotonic_ms()
     results: dict[PhaseName, PhaseResult] = {}
-    with run_lock(layout):
+    with RunSession.open(layout) as session:
         remove_stale_temp_files(layout.root)  # writes a SIGKILLed process never finished
-        manifest = load_manifest(layout)
+        manifest = session.manifest
         frozen = frozen_config(config)
         if sha256_json(frozen) != manifest.config_hash:
             atomic_write_json(layout.config, frozen)
@@ -366,6 +328,7 @@ def execute(
             embedder_override=embedder_override,
             base_layout=base_layout,
             executor=executor,
+            openapi_writer=openapi_writer,
         )
         failed = False
         run_guards = guards or RunGuards(max_shrink=config.max_shrink)
@@ -383,7 +346,13 @@ def execute(
                 )
                 with lock:
                     outcome = _run_phase(
-                        ctx, manifest, phase, force=name in forced, guards=run_guards, base_manifest=base_manifest
+                        ctx,
+                        session,
+                        phase,
+                        force=name in forced,
+                        phase_runner=phase_runner,
+                        guards=run_guards,
+                        base_manifest=base_manifest,
                     )
                 results[phase.name] = outcome.result
                 if outcome.manifest is not None:
@@ -393,8 +362,7 @@ def execute(
                 if outcome.result.status == "failed":
                     failed = True
                     break
-                manifest.totals = totals_of(manifest)
-                save_manifest(layout, manifest)
+                session.commit()
         manifest.totals = totals_of(manifest)
         complete = all(
             (done := manifest.phases.get(cast(PhaseName, p))) is not None and done.status == "completed" for p in PHASES
@@ -411,7 +379,7 @@ def execute(
             total_duration_ms=sum(manifest.timing.phase_durations.values()),
             phase_durations=manifest.timing.phase_durations,
         )
-        save_manifest(layout, manifest)
+        session.commit(totals=False)
     status: Literal["completed", "partial", "failed"] = (
         "failed" if manifest.status == "failed" else "completed" if manifest.status == "completed" else "partial"
     )

@@ -15,7 +15,7 @@ from indexfoundry.errors import ConfigInvalid, RunLocked
 from indexfoundry.models.base import SCHEMA_VERSION
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.manifests import ArtifactRecord, PhaseName, RunManifest, Totals
-from indexfoundry.storage.atomic import atomic_write_json, read_json
+from indexfoundry.storage.atomic import read_json
 from indexfoundry.storage.hashing import sha256_file
 from indexfoundry.storage.layout import RunLayout
 
@@ -36,11 +36,6 @@ def load_manifest(layout: RunLayout) -> RunManifest:
             f"manifest of run {layout.run_id} is invalid: {exc.errors()[0].get('msg')}",
             suggestion="The run folder was edited or damaged; start a new run",
         ) from None
-
-
-def save_manifest(layout: RunLayout, manifest: RunManifest) -> None:
-    """Write ``manifest.json`` atomically (the commit point of every phase)."""
-    atomic_write_json(layout.manifest, manifest)
 
 
 def artifact_record(layout: RunLayout, path: Path, records: int | None = None) -> ArtifactRecord:

@@ -34,6 +34,7 @@ from indexfoundry.phases.connect.net import FetchPolicy
 from indexfoundry.phases.connect.pdf import pdf_info
 from indexfoundry.phases.connect.remote import RemoteConnector, load_raw_manifest
 from indexfoundry.phases.connect.url import UrlJob
+from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import atomic_write_jsonl
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.layout import RunLayout
@@ -244,13 +245,13 @@ class _RunSession:
 @contextmanager
 def _session(run_id: str, runs_dir: str | Path | None) -> Iterator[_RunSession]:
     """Lock the run, hand out its records, then write the merged raw manifest and phase manifest."""
-    from indexfoundry.api import runs_dir_for
+    from indexfoundry.app.runs import runs_dir_for
     from indexfoundry.models.config import load_global_config
-    from indexfoundry.storage.manifest import load_run_config, run_lock
+    from indexfoundry.storage.manifest import load_run_config
 
     glob = load_global_config()
     layout = RunLayout.existing(runs_dir_for(runs_dir, glob), run_id)
-    with run_lock(layout):
+    with RunSession.open(layout) as run:
         session = _RunSession(
             layout=layout,
             config=load_run_config(layout),
@@ -260,18 +261,18 @@ def _session(run_id: str, runs_dir: str | Path | None) -> Iterator[_RunSession]:
             removed=[],
         )
         yield session
-        _commit(session)
+        _commit(session, run)
 
 
-def _commit(session: _RunSession) -> None:
-    from indexfoundry.storage.manifest import artifact_record, load_manifest, save_manifest
+def _commit(session: _RunSession, run: RunSession) -> None:
+    from indexfoundry.storage.manifest import artifact_record
 
     layout = session.layout
     for uri in session.removed:
         session.records.pop(uri, None)
     records = [session.records[uri] for uri in sorted(session.records)]
     atomic_write_jsonl(layout.raw_manifest, records)
-    manifest = load_manifest(layout)
+    manifest = run.reload()
     phase = manifest.phases.get("connect")
     if phase is None or phase.status != "completed":
         return
@@ -291,7 +292,7 @@ def _commit(session: _RunSession) -> None:
     phase.details = details
     phase.stats = {**phase.stats, "files": len(records), "bytes": sum(r.size_bytes for r in records)}
     manifest.totals.sources_fetched = len(records)
-    save_manifest(layout, manifest)
+    run.commit(totals=False)
 
 
 def _gone(url: str, run_id: str) -> FetchFailed:

@@ -26,7 +26,7 @@ from indexfoundry.models.base import Strict
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.records import ExtractedDocument, RawRecord
 from indexfoundry.phases.extract import ExtractedText, ExtractOptions, ExtractPhase, FormatHint
-from indexfoundry.pipeline.session import record_tool_artifacts
+from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json, sync_filesystem
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
@@ -163,7 +163,7 @@ _EXTRACTORS = {
 
 
 def _layout(run_id: str, runs_dir: str | Path | None) -> RunLayout:
-    from indexfoundry.api import runs_dir_for
+    from indexfoundry.app.runs import runs_dir_for
 
     return RunLayout.existing(runs_dir_for(runs_dir), run_id)
 
@@ -278,9 +278,10 @@ def _store(layout: RunLayout, raw: RawRecord, items: list[ExtractedText]) -> tup
 
 
 def _finish(
-    layout: RunLayout, tool_name: str, key: str, raw: RawRecord, written: set[Path], result: dict[str, Any]
+    session: RunSession, tool_name: str, key: str, raw: RawRecord, written: set[Path], result: dict[str, Any]
 ) -> None:
     """Keep the call's result in extraction_report.json (for skipping) and record the manifest."""
+    layout = session.layout
     report: dict[str, Any] = {}
     if layout.extraction_report.is_file():
         loaded = read_json(layout.extraction_report)
@@ -292,8 +293,7 @@ def _finish(
     report.setdefault("extractor_versions", ExtractPhase().tool_versions())
     atomic_write_json(layout.extraction_report, report)
     doc_count = sum(1 for _ in iter_jsonl(layout.documents))
-    record_tool_artifacts(
-        layout,
+    session.record_tool(
         ExtractPhase(),
         "connect",
         tool_name,
@@ -335,10 +335,8 @@ def _text_tool(
     extract: dict[str, Any],
     format_hint: FormatHint,
 ) -> tuple[dict[str, Any], bool]:
-    from indexfoundry.storage.manifest import run_lock
-
     layout = _layout(run_id, runs_dir)
-    with run_lock(layout):
+    with RunSession.open(layout) as session:
         raw, path = _raw_record(layout, relative)
         config = _run_config(layout, **extract)
         options = ExtractOptions(format_hint=format_hint)
@@ -353,7 +351,7 @@ def _text_tool(
             raise EmptyContent(f"no text could be extracted from {raw.uri}", suggestion="Check the file")
         docs, written = _store(layout, raw, items)
         result = _text_result(docs, items, items[0].format)
-        _finish(layout, tool_name, key, raw, written, result)
+        _finish(session, tool_name, key, raw, written, result)
     return result, False
 
 
@@ -367,10 +365,9 @@ def extract_pdf(payload: ExtractPdfInput, runs_dir: str | Path | None = None, **
     a text layer are OCR'd automatically. Writes extracted/<sha256>.pages.jsonl and <sha256>.txt."""
     from indexfoundry.phases.base import package_version
     from indexfoundry.phases.extract.ocr import tesseract_version
-    from indexfoundry.storage.manifest import run_lock
 
     layout = _layout(payload.run_id, runs_dir)
-    with run_lock(layout):
+    with RunSession.open(layout) as session:
         raw, path = _raw_record(layout, payload.pdf_path)
         config = _run_config(layout, pdf_mode=payload.mode, ocr_language=payload.ocr_language)
         env = config.extract.pdf_password_env
@@ -409,7 +406,7 @@ def extract_pdf(payload: ExtractPdfInput, runs_dir: str | Path | None = None, **
             "extraction_report": {"extractor_version": version, "mode_used": payload.mode, "warnings": item.warnings},
         }
         _docs, written = _store(layout, raw, items)
-        _finish(layout, "indexfoundry_extract_pdf", key, raw, written, result)
+        _finish(session, "indexfoundry_extract_pdf", key, raw, written, result)
     return ExtractPdfOutput.model_validate(result)
 
 

@@ -20,7 +20,9 @@ from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import IndexConfig, RetryConfig, VectorDbConfig
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
+from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import atomic_write_json, iter_jsonl
+from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
 
 _UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -154,7 +156,7 @@ class VerifyOutput(Strict):
 
 # ------------------------------------------------------------------ helpers
 def _layout(run_id: str, runs_dir: str | Path | None) -> RunLayout:
-    from indexfoundry.api import runs_dir_for
+    from indexfoundry.app.runs import runs_dir_for
 
     return RunLayout.existing(runs_dir_for(runs_dir), run_id)
 
@@ -205,8 +207,7 @@ def index_embed(
     """Generate embeddings with a pinned model for a run's chunks (through the embedding cache);
     writes indexed/embeddings.jsonl (chunk id, base64 float32 vector, model, dimensions)."""
     from indexfoundry.backends.embedding.providers import resolve_embedder
-    from indexfoundry.phases.index import embed_chunks
-    from indexfoundry.storage.manifest import run_lock
+    from indexfoundry.phases.index import IndexPhase, embed_chunks
 
     layout = _layout(payload.run_id, runs_dir)
     config = IndexConfig(
@@ -218,7 +219,7 @@ def index_embed(
         base_url=payload.model.base_url,
         retry_config=payload.retry_config or RetryConfig(),
     )
-    with run_lock(layout):
+    with RunSession.open(layout) as session:
         chunks_file = _file(layout, payload.chunks_path, "Run the normalize phase first")
         chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(chunks_file)]
         embedder = resolve_embedder(config.embedding_model, config)
@@ -233,6 +234,16 @@ def index_embed(
                 skipped=True,
             )
         embedded = embed_chunks(layout, chunks, embedder, config, progress)
+        # Recorded in the manifest's index entry: the next pipeline run sees the phase as changed.
+        session.record_tool(
+            IndexPhase(),
+            "normalize",
+            "indexfoundry_index_embed",
+            sha256_json(payload.model_dump(mode="json")),
+            [layout.embeddings],
+            len(embedded.chunks),
+            layout.embeddings,
+        )
     return IndexEmbedOutput(
         success=True,
         output_path=str(layout.embeddings),
@@ -286,8 +297,7 @@ def index_upsert(
     """Upsert a run's vectors into a vector database (chroma, local, qdrant, milvus), prune ids no
     longer in the run once at the end, and verify the store's ids against the run."""
     from indexfoundry.backends.stores import open_store
-    from indexfoundry.phases.index import upsert_chunks, vector_manifest
-    from indexfoundry.storage.manifest import run_lock
+    from indexfoundry.phases.index import IndexPhase, upsert_chunks, vector_manifest
 
     if payload.provider == "weaviate":
         raise ConfigInvalid(
@@ -306,7 +316,7 @@ def index_upsert(
         batch_size=payload.batch_size,
     )
     layout = _layout(payload.run_id, runs_dir)
-    with run_lock(layout):
+    with RunSession.open(layout) as session:
         embedded = load_embedded(
             layout,
             _file(layout, payload.embeddings_path, "Run indexfoundry_index_embed first"),
@@ -322,6 +332,15 @@ def index_upsert(
         manifest = vector_manifest(layout, vdb, embedded)
         atomic_write_json(layout.upsert_stats, result)
         atomic_write_json(layout.vector_manifest, manifest)
+        session.record_tool(
+            IndexPhase(),
+            "normalize",
+            "indexfoundry_index_upsert",
+            sha256_json(payload.model_dump(mode="json")),
+            [layout.upsert_stats, layout.vector_manifest],
+            len(embedded.chunks),
+            None,
+        )
     return IndexUpsertOutput(
         success=True,
         stats=UpsertStats(**result["stats"], duration_ms=duration),

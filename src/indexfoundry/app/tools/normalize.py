@@ -19,6 +19,7 @@ from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import ChunkStrategy, DedupeOptions, EnrichRules, ExtractConfig, NormalizeConfig
 from indexfoundry.models.records import DocumentChunk, ExtractedDocument
+from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
@@ -134,7 +135,7 @@ class DedupeOutput(Strict):
 
 # ------------------------------------------------------------------ helpers
 def _layout(run_id: str, runs_dir: str | Path | None) -> RunLayout:
-    from indexfoundry.api import runs_dir_for
+    from indexfoundry.app.runs import runs_dir_for
 
     return RunLayout.existing(runs_dir_for(runs_dir), run_id)
 
@@ -160,12 +161,11 @@ def _previous(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _record(layout: RunLayout, tool_name: str, key: str, written: list[Path], chunk_count: int) -> None:
-    """Record the artifacts a tool wrote in the manifest's ``normalize`` entry (caller holds the lock)."""
+def _record(session: RunSession, tool_name: str, key: str, written: list[Path], chunk_count: int) -> None:
+    """Record the artifacts a tool wrote in the manifest's ``normalize`` entry."""
     from indexfoundry.phases.normalize import NormalizePhase
-    from indexfoundry.pipeline.session import record_tool_artifacts
 
-    record_tool_artifacts(layout, NormalizePhase(), "extract", tool_name, key, written, chunk_count, layout.chunks)
+    session.record_tool(NormalizePhase(), "extract", tool_name, key, written, chunk_count, session.layout.chunks)
 
 
 def _run_extract_config(layout: RunLayout) -> ExtractConfig:
@@ -214,7 +214,6 @@ def normalize_chunk(payload: NormalizeChunkInput, runs_dir: str | Path | None = 
     """Deterministic text chunking with multiple strategies (fixed_chars, by_paragraph, by_heading,
     by_page, by_sentence, recursive); writes normalized/chunks.jsonl with DocumentChunk records."""
     from indexfoundry.phases.normalize.build import chunk_documents, chunk_limits, chunk_stats, chunker_config
-    from indexfoundry.storage.manifest import run_lock
 
     if payload.overlap_chars >= payload.max_chars:
         raise ConfigInvalid("overlap_chars must be smaller than max_chars", suggestion="Lower overlap_chars")
@@ -227,7 +226,7 @@ def normalize_chunk(payload: NormalizeChunkInput, runs_dir: str | Path | None = 
     )
     layout = _layout(payload.run_id, runs_dir)
     settings = chunker_config(config)
-    with run_lock(layout):
+    with RunSession.open(layout) as session:
         documents = _select_documents(layout, payload.input_paths)
         key = sha256_json({"config": settings["config_hash"], "inputs": [[d.doc_id, d.text_sha256] for d in documents]})
         previous = _previous(layout.chunk_stats)
@@ -259,7 +258,7 @@ def normalize_chunk(payload: NormalizeChunkInput, runs_dir: str | Path | None = 
             layout.chunk_stats,
             {"stats": stats, "chunker_config": settings, "tool_key": key, "output_sha256": sha256_file(layout.chunks)},
         )
-        _record(layout, "indexfoundry_normalize_chunk", key, [layout.chunks, layout.chunk_stats], len(result.chunks))
+        _record(session, "indexfoundry_normalize_chunk", key, [layout.chunks, layout.chunk_stats], len(result.chunks))
     return NormalizeChunkOutput(
         success=not errors or bool(result.chunks),
         output_path=str(layout.chunks),
@@ -283,12 +282,11 @@ def normalize_enrich(
     """Rule-based metadata enrichment (no LLM): language (ISO 639-1), regex tags, section patterns,
     ISO 8601 dates and taxonomy tags, written into each chunk's metadata."""
     from indexfoundry.phases.normalize.enrich import compile_sections, compile_tags, enrich_chunks
-    from indexfoundry.storage.manifest import run_lock
 
     compile_tags(payload.rules)  # invalid regexes fail before any work
     compile_sections(payload.rules)
     layout = _layout(payload.run_id, runs_dir)
-    with run_lock(layout):
+    with RunSession.open(layout) as session:
         path = _chunks_file(layout, payload.chunks_path)
         key = sha256_json({"rules": payload.rules.model_dump(mode="json"), "chunks_path": payload.chunks_path})
         previous = _previous(layout.enrichment_report)
@@ -305,7 +303,7 @@ def normalize_enrich(
         atomic_write_jsonl(path, chunks)
         report.update({"tool_key": key, "input_sha256": input_sha, "output_sha256": sha256_file(path)})
         atomic_write_json(layout.enrichment_report, report)
-        _record(layout, "indexfoundry_normalize_enrich", key, [path, layout.enrichment_report], len(chunks))
+        _record(session, "indexfoundry_normalize_enrich", key, [path, layout.enrichment_report], len(chunks))
     return NormalizeEnrichOutput(
         success=True,
         output_path=str(path),
@@ -337,13 +335,12 @@ def normalize_dedupe(payload: NormalizeDedupeInput, runs_dir: str | Path | None 
     """Deterministic deduplication by exact text hash, simhash or minhash (datasketch LSH); the first
     chunk of each group in document order is kept; dedupe_report.json lists every removed chunk."""
     from indexfoundry.phases.normalize.dedupe import dedupe_chunks
-    from indexfoundry.storage.manifest import run_lock
 
     options = DedupeOptions(
         method=payload.method, similarity_threshold=payload.similarity_threshold, scope=payload.scope
     )
     layout = _layout(payload.run_id, runs_dir)
-    with run_lock(layout):
+    with RunSession.open(layout) as session:
         path = _chunks_file(layout, payload.chunks_path)
         key = sha256_json({"options": options.model_dump(mode="json"), "chunks_path": payload.chunks_path})
         previous = _previous(layout.dedupe_report)
@@ -360,7 +357,7 @@ def normalize_dedupe(payload: NormalizeDedupeInput, runs_dir: str | Path | None 
         atomic_write_jsonl(path, kept)
         report.update({"tool_key": key, "input_sha256": input_sha, "output_sha256": sha256_file(path)})
         atomic_write_json(layout.dedupe_report, report)
-        _record(layout, "indexfoundry_normalize_dedupe", key, [path, layout.dedupe_report], len(kept))
+        _record(session, "indexfoundry_normalize_dedupe", key, [path, layout.dedupe_report], len(kept))
     return DedupeOutput(
         success=True,
         output_path=str(path),

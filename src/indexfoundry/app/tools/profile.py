@@ -115,6 +115,7 @@ def index_build_profile(
     the metadata fields that may be filtered and with which operators, and security settings.
     Records them in the run's config (serve section) and reruns the serve phase, which writes
     served/retrieval_profile.json and served/openapi.json; searches of the run follow it from then on."""
+    from indexfoundry.app.serving import write_openapi
     from indexfoundry.models.config import GlobalConfig
     from indexfoundry.pipeline.runner import execute
     from indexfoundry.storage.manifest import load_run_config
@@ -137,7 +138,13 @@ def index_build_profile(
     )
     # The serve phase writes the profile (and the OpenAPI spec that follows it) from the run's
     # config, so a later serve rerun keeps this profile instead of reverting to the defaults.
-    output = execute(layout, config.model_copy(update={"serve": serve}), global_config=GlobalConfig(), phases=["serve"])
+    output = execute(
+        layout,
+        config.model_copy(update={"serve": serve}),
+        global_config=GlobalConfig(),
+        phases=["serve"],
+        openapi_writer=write_openapi,
+    )
     if output.status == "failed":
         raise ConfigInvalid(
             f"writing the profile of run {payload.run_id} failed: {'; '.join(output.phases['serve'].errors)}",

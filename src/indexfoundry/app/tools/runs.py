@@ -1,5 +1,5 @@
 """The design's orchestration and utility tools: ``indexfoundry_pipeline_run``, ``_run_status``,
-``_run_list``, ``_run_diff`` and ``_run_cleanup``. Thin wrappers over ``indexfoundry.api``.
+``_run_list``, ``_run_diff`` and ``_run_cleanup``. Thin wrappers over ``indexfoundry.app.runs`` (what ``api`` exposes).
 
 Surfaces may pass context keywords: ``runs_dir`` (the runs folder), ``progress`` (a progress
 reporter, e.g. MCP progress notifications) and ``embedder`` (a test embedder).
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from indexfoundry import api
+from indexfoundry.app import runs as api
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import PipelineConfig, parse_pipeline_config

@@ -11,7 +11,7 @@ from indexfoundry.models.serve import ServeOpenapiInput, ServeOpenapiOutput, Ser
 
 
 def _runs_dir(context: dict[str, Any]) -> Path:
-    from indexfoundry.api import runs_dir_for
+    from indexfoundry.app.runs import runs_dir_for
 
     return runs_dir_for(context.get("runs_dir"))
 
@@ -27,7 +27,7 @@ def _runs_dir(context: dict[str, Any]) -> Path:
 def serve_openapi(payload: ServeOpenapiInput, **context: Any) -> ServeOpenapiOutput:
     """Write the run's served/openapi.json: the OpenAPI 3.1 spec of the HTTP retrieval API,
     generated from the same app the server runs."""
-    from indexfoundry import api
+    from indexfoundry.app import runs as api
 
     return api.serve_openapi(
         payload.run_id,
@@ -44,7 +44,7 @@ def serve_openapi(payload: ServeOpenapiInput, **context: Any) -> ServeOpenapiOut
 def serve_start(payload: ServeStartInput, **context: Any) -> ServeStartOutput:
     """Start the HTTP retrieval API for a run (or 'latest') in the background on 127.0.0.1 by default;
     returns once it answers /health. Stop it with 'indexfoundry serve stop'."""
-    from indexfoundry import api
+    from indexfoundry.app import runs as api
 
     rate = payload.rate_limit
     return api.serve_start(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.retrieval import AllowedFilter, RetrievalConfig, RetrievalProfile, SecurityProfile
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version, upstream_artifact_hashes
@@ -73,10 +74,13 @@ class ServePhase(Phase):
         return upstream_artifact_hashes(ctx, "index")
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
-        from indexfoundry.app.serving import write_openapi
-
+        if ctx.openapi_writer is None:
+            raise ConfigInvalid(
+                "the serve phase needs the HTTP app's OpenAPI writer",
+                suggestion="Run the pipeline through indexfoundry.api (or pass openapi_writer to the runner)",
+            )
         atomic_write_json(ctx.layout.retrieval_profile, profile_for(ctx.config))
-        spec = write_openapi(ctx.layout, ctx.config.serve)
+        spec = ctx.openapi_writer(ctx.layout, ctx.config.serve)
         return PhaseOutcome(
             artifacts=[ctx.layout.openapi, ctx.layout.retrieval_profile],
             output_count=2,

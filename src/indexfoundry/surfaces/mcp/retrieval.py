@@ -21,10 +21,10 @@ from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import ExpandMode, SearchFilter, SearchMode, SearchRequest, SearchResult
 from indexfoundry.pipeline.runs import latest_run
 from indexfoundry.retrieval.budget import cursor_index, decode_cursor, encode_cursor, fit_texts, request_key
+from indexfoundry.retrieval.pages import RunView, page_key, sections_of
 from indexfoundry.retrieval.service import SearchService, open_service
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
-from indexfoundry.surfaces.mcp.pages import RunView, page_key, sections_of
 from indexfoundry.surfaces.mcp.security import LATEST, check_run_id
 
 RUN_ID_DESCRIPTION = (

@@ -1,4 +1,4 @@
-"""Read-only views of a run for agents: its pages (extracted documents) and their sections.
+"""Read-only views of a run: its pages (extracted documents) and their sections (MCP, ``Run.page``).
 
 A page is one extracted document, named by its source uri (``docs/guide/install.md``; a
 record split from a csv/jsonl file is ``<uri>#<record id>``). Sections come from the
@@ -19,7 +19,6 @@ from indexfoundry.models.records import ExtractedDocument, Heading
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_manifest
-from indexfoundry.surfaces.mcp.security import resolve_in_run
 
 CRUMB_SEPARATOR = " > "
 
@@ -118,7 +117,7 @@ class RunView:
 
     def text(self, doc: ExtractedDocument) -> str:
         """The extracted text of a document (its path is checked to stay inside the run)."""
-        path = resolve_in_run(self.layout, doc.text_path)
+        path = self.layout.resolve_inside(doc.text_path)
         try:
             return path.read_text(encoding="utf-8")
         except FileNotFoundError:
