@@ -386,3 +386,31 @@ def test_the_operator_can_allow_a_private_host_and_the_agent_inherits_it(tmp_pat
         thread.join(timeout=10)
     assert not result.is_error, result.model_dump_json()
     assert _structured(result)["status"] == "completed"
+
+
+MODEL_SPECS = [
+    ({"reranker": {"enabled": True, "model": "http:http://127.0.0.1:9/rerank"}}, "DOMAIN_BLOCKED"),
+    ({"retrieval": {"reranker": {"model": "http:https://attacker.example"}}}, "DOMAIN_BLOCKED"),
+    ({"reranker": {"model": "cross-encoder:/etc"}}, "NOT_FOUND"),
+    ({"reranker": {"model": "cross-encoder:x://../../../../etc"}}, "NOT_FOUND"),
+    ({"index": {"embedding_model": "sentence-transformers:/root/.cache/evil"}}, "NOT_FOUND"),
+    ({"model": {"provider": "sentence-transformers", "model_name": "../../../../tmp/evil"}}, "NOT_FOUND"),
+    ({"connect": {"sources": [], "headers_env": {"Authorization": "UNRELATED_SECRET"}}}, "CONFIG_INVALID"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "code"), MODEL_SPECS)
+def test_model_specs_name_endpoints_and_folders_the_operator_bounds(
+    arguments: dict[str, Any], code: str, roots: Roots, tmp_path: Path
+):
+    assert code_of(arguments, roots, tmp_path / "runs") == code
+
+
+def test_allowed_model_specs_pass_and_local_folders_are_resolved(roots: Roots, tmp_path: Path):
+    runs = tmp_path / "runs"
+    policy = AgentPolicy(allowed_endpoints=("http://127.0.0.1:8080",))
+    guard_arguments({"reranker": {"model": "http:http://127.0.0.1:8080/rerank"}}, roots, runs, policy)
+    out = guard_arguments({"reranker": {"model": "cross-encoder:docs"}}, roots, runs)
+    assert out["reranker"]["model"] == f"cross-encoder:{roots.paths[0] / 'docs'}"
+    assert guard_arguments({"index": {"embedding_model": "openai:text-embedding-3-small"}}, roots, runs)
+    assert guard_arguments({"reranker": {"model": "cohere:rerank-v3.5"}}, roots, runs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -18,6 +19,9 @@ from indexfoundry.models.retrieval import AllowedFilter, RetrievalConfig
 from indexfoundry.models.validation import validation_error
 
 ChunkStrategy = Literal["fixed_chars", "by_paragraph", "by_heading", "by_page", "by_sentence", "recursive"]
+# Header names whose values are credentials: only ever taken from the environment (headers_env).
+SECRET_HEADER = re.compile(r"authorization|cookie|token|secret|passw|api[-_]?key|auth", re.IGNORECASE)
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 VectorProvider = Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local", "pgvector"]
 
 
@@ -147,7 +151,16 @@ class ConnectConfig(Strict):
     timeout_ms: int = Field(default=30000, ge=1000, le=60000, description="Request timeout")
     max_file_size_mb: float = Field(default=50, gt=0, le=500, description="Largest file fetched")
     user_agent: str = Field(default="IndexFoundry/1.0", description="HTTP User-Agent")
-    headers: dict[str, str] = Field(default_factory=dict, description="Custom HTTP headers")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Custom HTTP headers (no secrets: those go in headers_env)"
+    )
+    headers_env: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "HTTP headers whose values come from environment variables, {header: ENV_VAR} (e.g. "
+            "Authorization: DOCS_AUTH); only the variable's name is stored, never its value"
+        ),
+    )
     concurrency: int = Field(default=3, ge=1, le=10, description="Parallel fetches")
     respect_robots_txt: bool = Field(default=True, description="Obey robots.txt when crawling")
     allowed_private_hosts: list[str] = Field(
@@ -164,6 +177,26 @@ class ConnectConfig(Strict):
         default=500, ge=0, le=60000, description="First retry delay; doubles each retry (Retry-After wins)"
     )
     max_redirects: int = Field(default=10, ge=0, le=30, description="Redirect hops followed (each one checked)")
+
+    @field_validator("headers")
+    @classmethod
+    def _no_secret_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        # A header value written here is copied into the run's config.json: secrets never are.
+        for name in value:
+            if SECRET_HEADER.search(name):
+                raise ValueError(
+                    f"header '{name}' looks like a secret and would be stored in the run's config.json: "
+                    f"put it in connect.headers_env as '{name}: ENV_VAR' instead"
+                )
+        return value
+
+    @field_validator("headers_env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, env in value.items():
+            if not ENV_NAME.fullmatch(env):
+                raise ValueError(f"headers_env.{name}: '{env}' is not an environment variable name")
+        return value
 
 
 # ---------------------------------------------------------------- extract

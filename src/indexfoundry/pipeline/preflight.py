@@ -8,6 +8,7 @@ checks are cheap: no model is loaded, nothing is fetched, no store is opened.
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 from indexfoundry.errors import ConfigInvalid
@@ -106,9 +107,18 @@ def source_problems(config: PipelineConfig) -> list[str]:
     return problems
 
 
+def env_problems(config: PipelineConfig) -> list[str]:
+    """Environment variables the config needs at fetch time that are not set."""
+    return [
+        f"connect.headers_env.{header}: the environment variable {env} is not set"
+        for header, env in sorted(config.connect.headers_env.items())
+        if not os.environ.get(env)
+    ]
+
+
 def preflight(config: PipelineConfig) -> None:
     """Raise one CONFIG_INVALID listing every problem that would fail the run later."""
-    problems = source_problems(config)
+    problems = source_problems(config) + env_problems(config)
     checks = (
         embedding_problem(config.index.embedding_model),
         store_problem(config.index.vector_db.provider),

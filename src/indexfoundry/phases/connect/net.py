@@ -35,7 +35,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from indexfoundry.errors import DomainBlocked, FetchFailed, FetchTimeout, FileTooLarge, IndexFoundryError
+from indexfoundry.errors import ConfigInvalid, DomainBlocked, FetchFailed, FetchTimeout, FileTooLarge, IndexFoundryError
 from indexfoundry.models.config import ConnectConfig, GlobalConfig
 from indexfoundry.storage.atomic import new_temp_file
 
@@ -48,6 +48,20 @@ TOTAL_TIMEOUT_FACTOR = 10
 # Longest Retry-After honoured; a server asking for more fails the fetch (recoverable).
 MAX_RETRY_AFTER_S = 60.0
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+def env_headers(names: Mapping[str, str]) -> dict[str, str]:
+    """The values of ``connect.headers_env`` ({header: ENV_VAR}) read now, never stored."""
+    values: dict[str, str] = {}
+    for header, env in names.items():
+        value = os.environ.get(env)
+        if not value:
+            raise ConfigInvalid(
+                f"connect.headers_env.{header}: the environment variable {env} is not set or empty",
+                suggestion=f"export {env}=... (the header's value), or remove the header",
+            )
+        values[header] = value
+    return values
 
 
 def system_resolver(host: str, port: int) -> list[str]:
@@ -121,7 +135,7 @@ class FetchPolicy:
         allowed = tuple(t for t in (tuple(connect.allowed_domains), tuple(security.allowed_domains)) if t)
         return cls(
             user_agent=connect.user_agent,
-            headers=dict(connect.headers),
+            headers={**connect.headers, **env_headers(connect.headers_env)},
             timeout_s=connect.timeout_ms / 1000,
             max_bytes=int(connect.max_file_size_mb * 1024 * 1024),
             allowed_domains=allowed,

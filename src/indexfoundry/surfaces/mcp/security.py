@@ -63,7 +63,13 @@ OPAQUE_KEYS: frozenset[str] = frozenset({"headers", "taxonomy"})
 LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
 # The environment variables the documentation names for keys and passwords: the only ones an
 # agent may name by default (``indexfoundry mcp --allow-env NAME`` adds more).
-DEFAULT_AGENT_ENV: frozenset[str] = frozenset({"EMBEDDING_API_KEY", "PDF_PASSWORD", "INDEXFOUNDRY_API_KEYS"})
+DEFAULT_AGENT_ENV: frozenset[str] = frozenset(
+    {"EMBEDDING_API_KEY", "RERANK_API_KEY", "PDF_PASSWORD", "INDEXFOUNDRY_API_KEYS"}
+)
+# Arguments holding a model spec ``provider:target``: an ``http:`` target is an endpoint, a
+# local-model target (a folder the server loads weights from) a host path.
+MODEL_SPEC_KEYS: frozenset[str] = frozenset({"model", "embedding_model"})
+LOCAL_MODEL_PROVIDERS: frozenset[str] = frozenset({"sentence-transformers", "cross-encoder"})
 LATEST = "latest"
 
 
@@ -214,6 +220,8 @@ class _Guard:
                     out[k] = self.walk(v, k, key)
             if "sources" in out or "allow_private_networks" in out:
                 self.private_networks(out)
+            if out.get("provider") in LOCAL_MODEL_PROVIDERS and isinstance(out.get("model_name"), str):
+                out["model_name"] = self.host_path("model_name", out["model_name"])
             return out
         if isinstance(value, list):
             return [self.walk(item, key, parent) for item in value]
@@ -222,8 +230,10 @@ class _Guard:
         return self.string(key, value, parent)
 
     def string(self, key: str, value: str, parent: str | None) -> str:
-        if key.endswith("_env"):
-            return self.env(key, value)
+        if key.endswith("_env") or (parent is not None and parent.endswith("_env")):  # headers_env: {h: VAR}
+            return self.env(key if key.endswith("_env") else f"{parent}.{key}", value)
+        if key in MODEL_SPEC_KEYS:
+            return self.model_spec(key, value)
         if parent == "connection":
             return self.connection_value(key, value)
         if key in ENDPOINT_KEYS:
@@ -240,6 +250,17 @@ class _Guard:
             return self.bind_host(value)
         if key == "allowed_private_hosts":
             self.private_host(value)
+        return value
+
+    def model_spec(self, key: str, value: str) -> str:
+        """``http:<url>`` must be an allowed endpoint; a local model folder must be inside the roots."""
+        provider, sep, target = value.partition(":")
+        if not sep:
+            return value
+        if provider == "http":
+            self.endpoint(key, target)
+        elif provider in LOCAL_MODEL_PROVIDERS:
+            return f"{provider}:{self.host_path(key, target)}"
         return value
 
     def host_path(self, key: str, value: str) -> str:
