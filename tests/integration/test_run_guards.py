@@ -74,6 +74,26 @@ def test_a_90_percent_shrinking_base_run_exits_1_naming_the_counts_and_latest_is
     assert _latest(runs) == allowed.stdout.strip().splitlines()[-1].removeprefix("run ")
 
 
+def test_a_plain_nightly_rerun_that_shrinks_90_percent_fails_and_latest_stays_on_the_good_run(tree, tmp_path: Path):
+    runs = tmp_path / "runs"
+    docs = _ten_docs(tree)
+    config = write_config(tmp_path / "c.yaml", folder_config(docs, index={"embedding_model": "hash"}))
+    first = cli("pipeline", "run", str(config), "--runs-dir", str(runs), "--json")
+    assert first.returncode == 0, first.stderr
+    good = json.loads(first.stdout)["run_id"]
+    for path in sorted(docs.glob("*.md"))[1:]:
+        path.unlink()
+    # The same command again, as cron runs it: no --base, the run follows 'latest' of the same sources.
+    done = cli("pipeline", "run", str(config), "--runs-dir", str(runs), "--json")
+    assert done.returncode == 1
+    assert [e.code for e in api.status(json.loads(done.stdout)["run_id"], runs_dir=runs).errors] == ["RUN_SHRANK"]
+    assert _latest(runs) == good
+    # Another corpus in the same runs folder is not compared with this one.
+    other = tree({"other/x.md": "# Other\n\nA different corpus with its own words in it.\n"})
+    unrelated = api.pipeline_run(folder_config(other / "other"), runs_dir=runs, embedder=RecordingEmbedder())
+    assert unrelated.status == "completed"
+
+
 def test_the_shrink_share_is_configurable_and_a_small_loss_passes(tree, runs_dir: Path):
     docs = _ten_docs(tree)
     api.pipeline_run(folder_config(docs), runs_dir=runs_dir, embedder=RecordingEmbedder())

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from indexfoundry.errors import ConfigInvalid, RunNotFound
+from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.config import (
     ExecutionConfig,
     GlobalConfig,
@@ -26,14 +26,14 @@ from indexfoundry.models.config import (
     load_pipeline_config,
     parse_pipeline_config,
 )
-from indexfoundry.models.manifests import PipelineRunOutput
+from indexfoundry.models.manifests import PipelineRunOutput, RunManifest
 from indexfoundry.pipeline.cleanup import RunCleanupOutput
 from indexfoundry.pipeline.diff import RunDiffOutput
 from indexfoundry.pipeline.executors import Executor, open_executor
 from indexfoundry.pipeline.runner import PhaseRunner, create_run, execute, new_run_id, run_phase_body
 from indexfoundry.pipeline.runs import RunListItem, RunStatusOutput, latest_run, list_runs, run_status
 from indexfoundry.storage.layout import PHASES, RunLayout, resolve_runs_dir
-from indexfoundry.storage.manifest import load_run_config
+from indexfoundry.storage.manifest import load_manifest, load_run_config
 
 if TYPE_CHECKING:
     from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeEndpoint
@@ -150,6 +150,24 @@ def _opened_executor(cfg: PipelineConfig) -> Iterator[Executor]:
         work.close()
 
 
+def _followed_latest(root: Path, cfg: PipelineConfig, run_id: str) -> RunManifest | None:
+    """The current 'latest' run, when it was built from the same sources as ``cfg``: the run a
+    plain rerun of a config (a nightly job without ``--base``) would replace as 'latest'."""
+    latest = latest_run(root)
+    if latest is None or latest == run_id:
+        return None
+    layout = RunLayout.for_run(root, latest)
+    try:
+        previous = load_run_config(layout)
+        manifest = load_manifest(layout)
+    except (IndexFoundryError, OSError, ValueError):
+        return None
+    same = [s.model_dump(mode="json") for s in previous.connect.sources] == [
+        s.model_dump(mode="json") for s in cfg.connect.sources
+    ]
+    return manifest if same else None
+
+
 def _pipeline_run(
     cfg: PipelineConfig,
     glob: GlobalConfig,
@@ -186,7 +204,11 @@ def _pipeline_run(
         progress=progress,
         embedder_override=embedder,
         base_layout=base_layout,
-        guards=RunGuards(allow_shrink=allow_shrink, max_shrink=cfg.max_shrink),
+        guards=RunGuards(
+            allow_shrink=allow_shrink,
+            max_shrink=cfg.max_shrink,
+            follows=None if base_layout is not None or rid is not None else _followed_latest(root, cfg, layout.run_id),
+        ),
         executor=work,
         phase_runner=phase_runner or run_phase_body,
         openapi_writer=write_openapi,

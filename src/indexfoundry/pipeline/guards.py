@@ -5,9 +5,10 @@ stops early and costs nothing downstream:
 
 * an **empty run** (no source, no document or no chunk, e.g. a wrong glob) fails with
   ``EMPTY_CONTENT``;
-* a **shrinking run** (one made with ``--base``, including ``--base latest``, which is how
-  a nightly job follows ``latest``) that loses more than ``max_shrink`` of its base's
-  documents or chunks fails with ``RUN_SHRANK``, unless ``allow_shrink``.
+* a **shrinking run** that loses more than ``max_shrink`` of the documents or chunks of the
+  run it follows fails with ``RUN_SHRANK``, unless ``allow_shrink``. A run follows its base
+  (``--base``, including ``--base latest``) or, without one, the current ``latest`` when that
+  run was built from the same sources (a plain nightly ``pipeline run config.yaml``).
 
 A failed run is never ``latest`` (``pipeline.runs.latest_run``), so a server following
 ``latest`` keeps serving the good run.
@@ -33,6 +34,8 @@ class RunGuards:
     allow_shrink: bool = False
     # Share (0-1) of the base run's documents or chunks a run may lose; 1 disables the check.
     max_shrink: float = 0.5
+    # Without a base: the run this one would replace as 'latest' (same sources), if any.
+    follows: RunManifest | None = None
 
 
 def check_phase_output(
@@ -52,6 +55,7 @@ def check_phase_output(
             ),
             details={"phase": phase, what: 0},
         )
+    base = base or guards.follows
     if base is None or guards.allow_shrink or phase not in SHRINK_CHECKED or guards.max_shrink >= 1:
         return None
     base_phase = base.phases.get(phase)  # type: ignore[call-overload]
