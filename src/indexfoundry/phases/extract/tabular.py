@@ -37,6 +37,10 @@ _MAX_WARNINGS = 20
 csv.field_size_limit(min(sys.maxsize, (1 << 31) - 1))
 
 
+# Column names kept in a CSV document's metadata (the rest are counted in ``columns_total``).
+MAX_COLUMN_NAMES = 200
+
+
 def choose_delimiter(text: str) -> str | None:
     """The delimiter giving the most rows with the same (>1) number of fields; None: one column."""
     best: tuple[float, int, int] | None = None
@@ -290,11 +294,15 @@ def _csv(
     table = _markdown_table(header, shown)
     if len(body) > limit:
         table += f"\n\n({len(body) - limit} more rows not shown; {len(body)} rows in total)"
-    metadata = {
+    metadata: dict[str, Any] = {
         "encoding": encoding,
         "delimiter": delimiter or "",
-        "columns": header,
+        "columns": header[:MAX_COLUMN_NAMES],
         "rows": len(body),
         "preview_rows": len(shown),
     }
+    if len(header) > MAX_COLUMN_NAMES:
+        # Every chunk carries its document's metadata: a million column names would be copied
+        # into each of them (gigabytes for one wide file). The count says what was left out.
+        metadata["columns_total"] = len(header)
     return [ExtractedText(text=table, format="csv", headings=[], metadata=metadata, warnings=warnings)]
