@@ -262,8 +262,8 @@ class NormalizeConfig(Strict):
         le=100000,
         description=(
             "Maximum tokens of a chunk's embedded text (breadcrumb included), counted with the embedding "
-            "model's tokenizer; longer chunks are split further. Default: the model's window when known "
-            "(local, local-int8: 256), so no text is cut off by the model; never above that window"
+            "model's tokenizer; longer chunks are split further (never above the model's window, 256 for "
+            "local and local-int8). Default: no split; chunks over the window are counted and warned about"
         ),
     )
     min_chars: int = Field(default=100, ge=50, le=500, description="Minimum characters per chunk")
