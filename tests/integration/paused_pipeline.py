@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from indexfoundry import api
+from indexfoundry.errors import IndexFoundryError
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome
 
 
@@ -83,7 +84,11 @@ def pausing_runner(delays: dict[str, float]) -> Callable[[PhaseContext, Phase], 
 
 def main(argv: list[str]) -> int:
     config, run_id, spec = argv
-    output = api.pipeline_run(config, run_id=run_id, phase_runner=pausing_runner(parse_delays(spec)))
+    try:
+        output = api.pipeline_run(config, run_id=run_id, phase_runner=pausing_runner(parse_delays(spec)))
+    except IndexFoundryError as error:  # as the CLI reports it: one line, the code's exit status
+        print(error.one_line(), file=sys.stderr)
+        return error.exit_code
     print(output.model_dump_json())
     return 0 if output.status != "failed" else 1
 

@@ -34,10 +34,11 @@ MORE_DOCS: dict[str, str | bytes] = {
 REPO = Path(__file__).resolve().parents[2]
 
 
-def start_pipeline(config: Path, runs_dir: Path, run_id: str, delay: str) -> subprocess.Popen[bytes]:
+def start_pipeline(config: Path, runs_dir: Path, run_id: str, delay: str | None) -> subprocess.Popen[bytes]:
+    """The pipeline in a child process; ``delay`` ("phase:seconds,...") pauses phases, None runs straight."""
     env = {**os.environ, "INDEXFOUNDRY_RUNS_DIR": str(runs_dir)}
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.paused_pipeline", str(config), run_id, delay],
+        [sys.executable, "-m", "tests.integration.paused_pipeline", str(config), run_id, delay or ""],
         env=env,
         cwd=REPO,
         stdout=subprocess.PIPE,
