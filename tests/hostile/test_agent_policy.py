@@ -117,8 +117,9 @@ def test_an_agent_cannot_choose_which_environment_variable_is_read(
 
 
 def test_the_documented_key_variables_are_allowed_by_default(roots: Roots, tmp_path: Path):
-    for name in ("EMBEDDING_API_KEY", "PDF_PASSWORD", "INDEXFOUNDRY_API_KEYS"):
-        guard_arguments({"index": {"api_key_env": name}}, roots, tmp_path / "runs")
+    for name in ("EMBEDDING_API_KEY", "RERANK_API_KEY", "PDF_PASSWORD", "INDEXFOUNDRY_API_KEYS"):
+        arguments = {"index": {"api_key_env": name}}
+        assert guard_arguments(arguments, roots, tmp_path / "runs") == arguments
 
 
 ENDPOINTS = [
