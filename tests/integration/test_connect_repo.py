@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import random
 import http.server
 import subprocess
 import threading
@@ -16,7 +17,7 @@ import pytest
 from indexfoundry import api
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.storage.atomic import iter_jsonl, read_json
-from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.layout import RunLayout, cache_dir
 from tests.conftest import write_tree
 from tests.fakes import RecordingEmbedder
 
@@ -165,3 +166,28 @@ def test_a_remote_repository_is_cloned_through_the_network_policy(repo: Path, ru
     assert allowed.status == "completed"
     uris = [r["uri"] for r in iter_jsonl(RunLayout(runs_dir / allowed.run_id).raw_manifest)]
     assert uris == [f"widget/docs/{n}.md" for n in ("delete", "edit", "keep", "rename")]
+
+
+def test_a_clone_that_grows_past_max_repo_size_mb_is_stopped_with_file_too_large(tmp_path: Path, runs_dir: Path):
+    big = tmp_path / "big"
+    write_tree(big, {"docs/a.md": _doc("A")})
+    (big / "docs" / "blob.bin").write_bytes(random.Random(7).randbytes(3 * 1024 * 1024))  # incompressible
+    git(big, "init", "-q")
+    git(big, "add", "-A")
+    git(big, "commit", "-qm", "big")
+    bare = tmp_path / "served" / "big.git"
+    bare.parent.mkdir()
+    git(tmp_path, "clone", "-q", "--bare", str(big), str(bare))
+    git(bare, "update-server-info")
+    with _serve_dir(bare.parent) as (host, _asked):
+        source = {"type": "repo", "url": f"http://{host}/big.git", "max_repo_size_mb": 1}
+        out = api.pipeline_run(_config(source, allowed_private_hosts=[host]), runs_dir=runs_dir)
+        roomy = api.pipeline_run(
+            _config({**source, "max_repo_size_mb": 10, "glob": "**/*.md"}, allowed_private_hosts=[host]),
+            runs_dir=runs_dir,
+        )
+    errors = read_json(RunLayout(runs_dir / out.run_id).manifest)["phases"]["connect"]["errors"]
+    assert errors[0]["code"] == "FILE_TOO_LARGE"  # then EMPTY_CONTENT: nothing was read
+    assert roomy.status == "completed"  # the same repository under a higher limit clones
+    mirrors = sorted(p.name for p in (cache_dir(runs_dir) / "repos").iterdir())
+    assert len(mirrors) == 1 and mirrors[0].endswith(".git")  # the roomy clone; no partial one left behind

@@ -113,6 +113,9 @@ class RepoSource(Strict):
     glob: str = Field(default="**/*", description="Glob of files to include, e.g. 'docs/**/*.md'")
     exclude_patterns: list[str] = Field(default_factory=list, description="Globs of files to leave out")
     max_file_size_mb: float = Field(default=50, gt=0, le=500, description="Skip files larger than this")
+    max_repo_size_mb: float = Field(
+        default=2048, gt=0, le=1_048_576, description="A url repository's clone may not grow past this"
+    )
     name: str | None = Field(default=None, description="Source name used in uris (default: the repo's name)")
 
     @model_validator(mode="after")

@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -37,6 +39,7 @@ _GLOB_FLAGS = wglob.GLOBSTAR | wglob.DOTGLOB | wglob.BRACE
 _SAFE_OPTIONS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.allow=never")
 LOCAL_TIMEOUT_S = 120
 CLONE_TIMEOUT_FACTOR = 20  # a clone may take this many times the connect timeout
+SIZE_POLL_S = 0.1  # how often a clone's folder is measured against its byte limit
 
 
 def _git_env() -> dict[str, str]:
@@ -154,6 +157,80 @@ def read_blobs(repo: Path, blobs: list[str]) -> dict[str, bytes]:
     return out
 
 
+def tree_bytes(root: Path) -> int:
+    """Bytes of the regular files under ``root`` (files vanishing meanwhile are skipped)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                info = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            total += info.st_size
+    return total
+
+
+def _too_big(url: str, limit: int, size: int) -> FileTooLarge:
+    return FileTooLarge(
+        f"cloning {url} stopped: the repository passed {limit / 1048576:g} MB ({size / 1048576:.1f} MB so far)",
+        suggestion="Raise max_repo_size_mb on the source, or point it at a smaller repository",
+        details={"url": url, "limit_bytes": limit, "bytes": size},
+    )
+
+
+def run_git_bounded(
+    args: list[str],
+    *,
+    watch: Path,
+    max_bytes: int,
+    url: str,
+    timeout: float,
+    repo: Path | None = None,
+    extra: tuple[str, ...] = (),
+) -> None:
+    """Run a clone/fetch whose folder ``watch`` may hold at most ``max_bytes``.
+
+    The folder is measured while git runs (git is killed as soon as it passes the limit) and
+    once more when git ends, so the bound holds however fast the transfer was: FILE_TOO_LARGE.
+    """
+    command = [git_executable(), *_SAFE_OPTIONS, *extra, *(["-C", str(repo)] if repo is not None else []), *args]
+    deadline = time.monotonic() + timeout
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=_git_env()
+        )
+        try:
+            while True:
+                try:
+                    returncode = proc.wait(SIZE_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                size = tree_bytes(watch)
+                if size > max_bytes:
+                    raise _too_big(url, max_bytes, size)
+                if time.monotonic() > deadline:
+                    raise FetchTimeout(
+                        f"git {args[0]} took longer than {timeout:g} s",
+                        suggestion="Raise connect.timeout_ms, or check the repository",
+                    )
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        size = tree_bytes(watch)
+        if size > max_bytes:
+            raise _too_big(url, max_bytes, size)
+        if returncode != 0:
+            err.seek(0)
+            message = " ".join(err.read(4096).decode("utf-8", "replace").split())[:500]
+            raise ConfigInvalid(
+                f"git {args[0]} failed: {message or f'exit code {returncode}'}",
+                suggestion="Check the repository path or URL and the ref",
+                details={"git": args[0], "exit_code": returncode},
+            )
+
+
 def _clone_options(url: str, policy: FetchPolicy) -> tuple[str, ...]:
     """git ``-c`` options that keep a clone/fetch of ``url`` inside the network policy."""
     parsed = check_url(url, policy)
@@ -175,8 +252,12 @@ def _clone_options(url: str, policy: FetchPolicy) -> tuple[str, ...]:
     return tuple(part for setting in settings for part in ("-c", setting))
 
 
-def mirror_remote(url: str, runs_dir: Path, policy: FetchPolicy) -> Path:
-    """A bare clone of ``url`` in the runs folder's cache, fetched up to date."""
+def mirror_remote(url: str, runs_dir: Path, policy: FetchPolicy, max_bytes: int | None = None) -> Path:
+    """A bare clone of ``url`` in the runs folder's cache, fetched up to date.
+
+    With ``max_bytes``, the clone (or the mirror after a fetch) may not grow past it: git is
+    stopped, the partial clone removed, and FILE_TOO_LARGE raised.
+    """
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError):
@@ -188,21 +269,40 @@ def mirror_remote(url: str, runs_dir: Path, policy: FetchPolicy) -> Path:
     options = _clone_options(url, policy)
     timeout = policy.timeout_s * CLONE_TIMEOUT_FACTOR
     target = cache_dir(runs_dir) / "repos" / (sha256_text(url)[:24] + ".git")
+    limit = max_bytes if max_bytes is not None else 1 << 62
     try:
         if not (target / "HEAD").is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(target.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
-            run_git(["clone", "--bare", "--quiet", "--end-of-options", url, str(tmp)], timeout=timeout, extra=options)
+            try:
+                run_git_bounded(
+                    ["clone", "--bare", "--quiet", "--end-of-options", url, str(tmp)],
+                    watch=tmp,
+                    max_bytes=limit,
+                    url=url,
+                    timeout=timeout,
+                    extra=options,
+                )
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
             os.replace(tmp, target)
         else:
             refspecs = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
-            run_git(
-                ["fetch", "--quiet", "--prune", "--force", "--end-of-options", url, *refspecs],
-                repo=target,
-                timeout=timeout,
-                extra=options,
-            )
+            try:
+                run_git_bounded(
+                    ["fetch", "--quiet", "--prune", "--force", "--end-of-options", url, *refspecs],
+                    repo=target,
+                    watch=target,
+                    max_bytes=limit,
+                    url=url,
+                    timeout=timeout,
+                    extra=options,
+                )
+            except FileTooLarge:
+                shutil.rmtree(target, ignore_errors=True)  # never keep a mirror over its limit
+                raise
     except ConfigInvalid as error:
         raise FetchFailed(
             f"cannot clone {url}: {error.message}", suggestion="Check the URL and the network", details={"url": url}
@@ -239,7 +339,10 @@ def read_repo(layout: RunLayout, source: RepoSource, policy: FetchPolicy) -> Rep
     """Store the files of ``source`` at its ref into ``raw/``."""
     from indexfoundry.phases.connect import store_raw_bytes
 
-    repo = local_repo(source) if source.path is not None else mirror_remote(source.url or "", layout.runs_dir, policy)
+    if source.path is not None:
+        repo = local_repo(source)
+    else:
+        repo = mirror_remote(source.url or "", layout.runs_dir, policy, int(source.max_repo_size_mb * 1024 * 1024))
     commit = resolve_commit(repo, source.ref)
     name = repo_name(source)
     limit = int(source.max_file_size_mb * 1024 * 1024)
