@@ -84,9 +84,11 @@ document.getElementById("app").appendChild(p);"""
 def test_a_javascript_page_is_empty_to_a_plain_fetch_and_full_when_rendered_and_its_ssrf_requests_are_refused(
     runs_dir: Path,
 ):
+    """Also: the rendered page's document is fetched once (the browser is answered with it), and
+    a run based on the rendered one revalidates it (304) without rendering it again."""
     with listener() as (trap_port, accepted):
         routes = {
-            "/page.html": body(_js_page(trap_port), "text/html"),
+            "/page.html": body(_js_page(trap_port), "text/html", {"ETag": '"v1"'}),
             "/app.js": body(APP_JS, "application/javascript"),
         }
         with serve_script(routes) as site:
@@ -97,6 +99,8 @@ def test_a_javascript_page_is_empty_to_a_plain_fetch_and_full_when_rendered_and_
             source = {"type": "url", "url": url, "render": "browser", "wait_for_selector": "#late"}
             rendered, phase = run_connect(runs_dir, remote_config([source], **allowed))
             asked = [r["path"] for r in site.requests]
+            again, revalidated = run_connect(runs_dir, remote_config([source], **allowed), base_layout=rendered)
+            asked_again = [(r["path"], r["status"]) for r in site.requests[len(asked) :]]
     plain_html = (plain.root / rows(plain)[0]["path"]).read_bytes()
     rendered_html = (rendered.root / rows(rendered)[0]["path"]).read_bytes()
     assert b"inserted by javascript" not in plain_html and b"arrived late" not in plain_html
@@ -110,6 +114,11 @@ def test_a_javascript_page_is_empty_to_a_plain_fetch_and_full_when_rendered_and_
     assert f"POST {site.base}/api" in blocked
     assert "/api" not in asked  # refused in the browser, never sent
     assert accepted == []  # nothing reached the trap port: not the fetch, image, iframe or WebSocket
+    assert asked.count("/page.html") == 2  # the plain fetch, then once for the rendering
+    assert rows(rendered)[0]["etag"] == '"v1"'
+    assert asked_again == [("/page.html", 304)]  # revalidated: no script, no render
+    assert revalidated["stats"]["not_modified"] == 1 and "browser" not in revalidated["details"]
+    assert rows(again) == rows(rendered) and (again.root / rows(again)[0]["path"]).read_bytes() == rendered_html
 
 
 def test_rendered_crawls_follow_links_inserted_by_javascript(runs_dir: Path):

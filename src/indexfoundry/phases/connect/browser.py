@@ -26,7 +26,7 @@ from typing import Any
 from indexfoundry.errors import ConfigInvalid, DomainBlocked, FetchFailed, FetchTimeout, FileTooLarge, IndexFoundryError
 from indexfoundry.models.config import RenderOptions
 from indexfoundry.models.records import RawRecord
-from indexfoundry.phases.connect.net import Fetcher, HttpStatusError
+from indexfoundry.phases.connect.net import Fetcher, FetchResult, HttpStatusError
 from indexfoundry.phases.connect.url import UrlJob, UrlResult
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.layout import RunLayout
@@ -84,6 +84,8 @@ class BrowserRenderer:
         self._start_error: IndexFoundryError | None = None
         self._lock = threading.Lock()
         self._browser: Any = None
+        # The page being rendered and its document, already fetched (answered without a request).
+        self._document: tuple[str, FetchResult] | None = None
 
     # ------------------------------------------------------------------ worker thread
     def _ensure_started(self) -> None:
@@ -140,11 +142,16 @@ class BrowserRenderer:
             self._thread.join(60)
 
     # ------------------------------------------------------------------ rendering
-    def render(self, job: UrlJob, options: RenderOptions) -> UrlResult:
-        """Render ``job.uri`` and store the resulting DOM as HTML in ``raw/``."""
+    def render(self, job: UrlJob, options: RenderOptions, document: FetchResult | None = None) -> UrlResult:
+        """Render ``job.uri`` and store the resulting DOM as HTML in ``raw/``.
+
+        ``document`` is the page's own response, already fetched through the guard: the
+        browser's navigation to ``job.uri`` is answered with it (when it came without
+        redirects), and its ETag/Last-Modified go into the record for the next conditional check.
+        """
         self._ensure_started()
         future: Future[UrlResult] = Future()
-        self._jobs.put((lambda: self._render(job, options), future))
+        self._jobs.put((lambda: self._render(job, options, document), future))
         return future.result()
 
     def _route(self, route: Any) -> None:
@@ -155,6 +162,12 @@ class BrowserRenderer:
             route.abort("blockedbyclient")
             return
         headers = {k: v for k, v in request.headers.items() if k.lower() in _REQUEST_HEADERS}
+        known = self._document
+        if known is not None and known[0] == url and request.is_navigation_request() and request.frame.parent_frame is None:
+            self._document = None  # once: a reload or a later navigation is fetched
+            passed = {k: v for k, v in known[1].headers.items() if k.lower() in _PASSED_HEADERS}
+            route.fulfill(status=200, headers=passed, body=known[1].body or b"")
+            return
         try:
             result = self.fetcher.get(url, headers=headers)
         except DomainBlocked:
@@ -171,7 +184,7 @@ class BrowserRenderer:
         passed = {k: v for k, v in result.headers.items() if k.lower() in _PASSED_HEADERS}
         route.fulfill(status=200, headers=passed, body=result.body or b"")
 
-    def _render(self, job: UrlJob, options: RenderOptions) -> UrlResult:
+    def _render(self, job: UrlJob, options: RenderOptions, document: FetchResult | None = None) -> UrlResult:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -182,6 +195,8 @@ class BrowserRenderer:
         context = self._browser.new_context(
             service_workers="block", accept_downloads=False, user_agent=policy.user_agent, java_script_enabled=True
         )
+        if document is not None and not document.redirects and document.body is not None:
+            self._document = (job.uri, document)
         try:
             context.set_default_timeout(timeout_ms)
             context.route("**/*", self._route)
@@ -224,6 +239,7 @@ class BrowserRenderer:
                 )
             final_url = page.url
         finally:
+            self._document = None
             context.close()
         digest, target = store_raw_bytes(self.layout, html, "html")
         self.log.pages += 1
@@ -236,5 +252,7 @@ class BrowserRenderer:
             path=target.relative_to(self.layout.root).as_posix(),
             source_kind=job.source_kind,
             source_name=job.source_name,
+            etag=document.headers.get("etag") if document is not None else None,
+            last_modified=document.headers.get("last-modified") if document is not None else None,
         )
         return UrlResult(job.uri, "fetched", record, utc_now(), 1, final_url)

@@ -96,13 +96,51 @@ class RemoteConnector:
         self.fetcher.close()
 
     def render_one(self, job: UrlJob, options: RenderOptions) -> UrlResult:
-        """Render one page in the browser (``render: browser``); a known page now 404/410 is removed."""
+        """Render one page in the browser (``render: browser``), conditionally.
+
+        The page's document is first requested through the guarded fetcher, with
+        ``If-None-Match``/``If-Modified-Since`` when the previous state has validators: a 304
+        reuses the previous rendering without starting a browser page; otherwise the body just
+        fetched is handed to the browser as the document (it is not requested twice). A known
+        page that now answers 404/410 is removed.
+        """
+        previous = self.previous.get(job.uri)
+        reusable = (
+            previous is not None
+            and self.conditional
+            and bool(previous.etag or previous.last_modified)
+            and reusable_artifact(self.layout, self.base, previous)
+        )
+        headers: dict[str, str] = {}
+        if reusable and previous is not None:
+            if previous.etag:
+                headers["If-None-Match"] = previous.etag
+            if previous.last_modified:
+                headers["If-Modified-Since"] = previous.last_modified
+        try:
+            document = self.fetcher.get(job.uri, headers=headers)
+            if document.status == 304 and not reusable:
+                document = self.fetcher.get(job.uri)  # a 304 to an unconditional request: ask plainly
+        except HttpStatusError as error:
+            if error.status in (404, 410) and previous is not None:
+                return UrlResult(job.uri, "removed", None, utc_now())
+            raise
+        if document.status == 304 and previous is not None:
+            record = previous.model_copy(
+                update={
+                    "source_kind": job.source_kind,
+                    "source_name": job.source_name,
+                    "etag": document.headers.get("etag") or previous.etag,
+                    "last_modified": document.headers.get("last-modified") or previous.last_modified,
+                }
+            )
+            return UrlResult(job.uri, "not_modified", record, utc_now(), document.attempts, document.final_url)
         if self.renderer is None:
             self.renderer = BrowserRenderer(self.fetcher, self.layout)
         try:
-            return self.renderer.render(job, options)
+            return self.renderer.render(job, options, document)
         except HttpStatusError as error:
-            if error.status in (404, 410) and job.uri in self.previous:
+            if error.status in (404, 410) and previous is not None:
                 return UrlResult(job.uri, "removed", None, utc_now())
             raise
 
