@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-import random
 import http.server
+import random
 import subprocess
 import threading
 from collections.abc import Iterator

@@ -163,7 +163,8 @@ class BrowserRenderer:
             return
         headers = {k: v for k, v in request.headers.items() if k.lower() in _REQUEST_HEADERS}
         known = self._document
-        if known is not None and known[0] == url and request.is_navigation_request() and request.frame.parent_frame is None:
+        main_document = request.is_navigation_request() and request.frame.parent_frame is None
+        if known is not None and known[0] == url and main_document:
             self._document = None  # once: a reload or a later navigation is fetched
             passed = {k: v for k, v in known[1].headers.items() if k.lower() in _PASSED_HEADERS}
             route.fulfill(status=200, headers=passed, body=known[1].body or b"")
