@@ -18,7 +18,7 @@ from indexfoundry.app.tools.index import verify_run
 from indexfoundry.backends.stores.pgvector import PgVectorStore
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
-from tests.conftest import folder_config
+from tests.conftest import folder_config, write_tree
 from tests.integration.test_index_stores import _docs, _index, _same_up_to_ties, _top10
 
 
@@ -110,6 +110,47 @@ def test_a_run_that_dies_before_the_switch_leaves_the_old_index_serving_and_resu
         resumed = _run(tree, runs_dir, pg_dsn, changed, "docs2", run_id=failed.run_id)
         assert resumed.status == "completed"
         assert set(reader.all_ids()) == _chunk_ids(runs_dir, failed.run_id) != old_ids
+    finally:
+        reader.close()
+
+
+def test_a_run_that_fails_after_its_index_phase_never_switches_the_published_view(tree, runs_dir: Path, pg_dsn: str):
+    folder = tree(_docs())
+    config = folder_config(folder, index={"embedding_model": "hash", "vector_db": _pg(pg_dsn)})
+    first = api.pipeline_run(config, runs_dir=runs_dir)
+    old_ids = _chunk_ids(runs_dir, first.run_id)
+    reader = _reader(pg_dsn)
+    try:
+        # A nightly run that shrinks fails with RUN_SHRANK: the view stays on the old table.
+        kept = sorted(folder.glob("*.md"))
+        for path in kept[1:]:
+            path.unlink()
+        shrunk = api.pipeline_run(config, runs_dir=runs_dir)
+        assert shrunk.status == "failed"
+        assert [e.code for e in api.status(shrunk.run_id, runs_dir=runs_dir).errors] == ["RUN_SHRANK"]
+        assert set(reader.all_ids()) == old_ids
+        # A run whose index phase wrote and verified its table but whose serve phase fails.
+        write_tree(folder, {**_docs(), "extra.md": "# Extra\n\nA new page about warm caches.\n"})
+
+        def serve_fails(ctx: Any, phase: Any) -> Any:
+            if phase.name == "serve":
+                raise IndexFoundryError("the serve phase broke", code="INTERNAL_ERROR")
+            return phase.run(ctx)
+
+        failed = api.pipeline_run(config, runs_dir=runs_dir, phase_runner=serve_fails)
+        assert failed.status == "failed" and failed.phases["index"].status == "completed"
+        assert set(reader.all_ids()) == old_ids
+        assert api.resolve_run_id(runs_dir, "latest") == first.run_id
+        assert [state for _, state in _tables(pg_dsn)] == ["published", "writing"]
+        # Resumed, it completes: the switch happens at its commit point, and it becomes latest.
+        resumed = api.pipeline_run(config, runs_dir=runs_dir, run_id=failed.run_id)
+        assert resumed.status == "completed"
+        assert set(reader.all_ids()) == _chunk_ids(runs_dir, failed.run_id) != old_ids
+        assert api.resolve_run_id(runs_dir, "latest") == failed.run_id
+        # A rerun of the older run never takes the view back.
+        again = api.pipeline_run(config, runs_dir=runs_dir, run_id=first.run_id, force=True)
+        assert again.status == "completed"
+        assert set(reader.all_ids()) == _chunk_ids(runs_dir, failed.run_id)
     finally:
         reader.close()
 

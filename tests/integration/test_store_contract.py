@@ -31,6 +31,7 @@ from indexfoundry.backends.stores import (
     matches,
     open_store,
     parse_where,
+    publish,
 )
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
@@ -306,9 +307,12 @@ def _embedded(chunks: list[DocumentChunk], model: str = "test-model", seed: int 
 
 
 def _upsert(kit: Kit, config: VectorDbConfig, embedded: Embedded, run: str) -> dict[str, Any]:
+    """The index phase's upsert, then the run's commit point (a completed run becomes 'latest')."""
     store = kit.open(config, run)
     try:
-        return upsert_chunks(store, embedded, config)
+        result = upsert_chunks(store, embedded, config)
+        publish(store)
+        return result
     finally:
         store.close()
 

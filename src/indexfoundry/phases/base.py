@@ -176,6 +176,13 @@ class Phase(ABC):
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         """Do the work and write the artifacts atomically."""
 
+    def publish(self, ctx: PhaseContext) -> None:
+        """The run's commit point: called by the runner, once the run has passed every phase and
+        guard and is about to become ``latest``, for each of its completed phases. A phase whose
+        output is visible outside the run (a server store's published index) switches it here;
+        an error fails the run and leaves ``latest`` where it was. Default: nothing."""
+        return None
+
 
 def upstream_artifact_hashes(ctx: PhaseContext, phase: PhaseName) -> list[str]:
     """Hashes of the artifacts the upstream ``phase`` recorded in the run manifest."""

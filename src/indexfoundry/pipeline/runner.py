@@ -38,6 +38,7 @@ from indexfoundry.phases.base import NullProgress, Phase, PhaseContext, PhaseOut
 from indexfoundry.pipeline.guards import RunGuards, check_phase_output
 from indexfoundry.pipeline.inuse import in_use
 from indexfoundry.pipeline.locks import shared_store_lock
+from indexfoundry.pipeline.runs import becomes_latest
 from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import atomic_write_json, remove_stale_temp_files
 from indexfoundry.storage.clock import monotonic_ms, utc_now
@@ -280,6 +281,27 @@ def _run_phase(
     )
 
 
+def _publish(ctx: PhaseContext, manifest: RunManifest) -> bool:
+    """Each completed phase's ``publish`` hook, in pipeline order. On an error the phase is marked
+    failed with it (a rerun of the run redoes that phase, then publishes) and False is returned."""
+    for name in PHASES:
+        done = manifest.phases.get(cast(PhaseName, name))
+        if done is None or done.status != "completed":
+            continue
+        try:
+            get_phase(name).publish(ctx)
+        except IndexFoundryError as error:
+            record = ErrorRecord.from_error(error, phase=cast(PhaseName, name))
+            from indexfoundry.storage.atomic import append_ndjson
+
+            append_ndjson(ctx.layout.errors_log, {"ts": utc_now(), **record.model_dump(mode="json", exclude_none=True)})
+            done.status = "failed"
+            done.errors = [*done.errors, record]
+            ctx.event("phase_failed", phase=name, code=error.code)
+            return False
+    return True
+
+
 def _executor_details(ctx: PhaseContext) -> dict[str, Any]:
     """``details.executor`` of a phase run on a remote executor (per-worker counts); nothing locally."""
     executor = ctx.remote_executor
@@ -367,6 +389,10 @@ def execute(
         complete = all(
             (done := manifest.phases.get(cast(PhaseName, p))) is not None and done.status == "completed" for p in PHASES
         )
+        if not failed and becomes_latest(layout.runs_dir, layout.run_id):
+            # The commit point: every phase and guard has passed, 'latest' moves with this commit.
+            failed = not _publish(ctx, manifest)
+            manifest.totals = totals_of(manifest)
         if failed:
             manifest.status = "failed"
         elif manifest.totals.errors_encountered or not complete:

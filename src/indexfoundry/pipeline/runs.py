@@ -162,3 +162,14 @@ def latest_run(runs_dir: Path, completed_only: bool = True) -> str | None:
         if not completed_only or item.status in ("completed", "partial"):
             return item.run_id
     return None
+
+
+def becomes_latest(runs_dir: Path, run_id: str) -> bool:
+    """Whether ``run_id``, once completed, is the newest completed or partial run: no run created
+    after it has finished. (A rerun of an older run never takes ``latest`` back.)"""
+    for item in list_runs(runs_dir, limit=10_000):
+        if item.run_id == run_id:
+            return True
+        if item.status in ("completed", "partial"):
+            return False
+    return True

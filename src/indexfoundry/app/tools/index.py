@@ -296,7 +296,7 @@ def index_upsert(
 ) -> IndexUpsertOutput:
     """Upsert a run's vectors into a vector database (chroma, local, qdrant, milvus), prune ids no
     longer in the run once at the end, and verify the store's ids against the run."""
-    from indexfoundry.backends.stores import open_store
+    from indexfoundry.backends.stores import open_store, publish
     from indexfoundry.phases.index import IndexPhase, upsert_chunks, vector_manifest
 
     if payload.provider == "weaviate":
@@ -326,6 +326,8 @@ def index_upsert(
         store = open_store(vdb, layout)
         try:
             result = upsert_chunks(store, embedded, vdb, progress)
+            # The step-by-step tool is its own commit point: a verified upsert is served at once.
+            publish(store)
         finally:
             store.close()
         duration = int((time.monotonic() - started) * 1000)

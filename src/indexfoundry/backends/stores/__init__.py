@@ -14,9 +14,11 @@ not have never matches it. Stores listed in ``CONTAINS_PROVIDERS`` also take ``$
 (substring of a string field; a present value of another type passes, for the caller to
 check), which the retrieval service then pushes down to them.
 
-``pgvector`` (extra ``pgvector``) is a PostgreSQL server: each run writes its own table and
-``publish`` switches the collection's view to it once the run's vectors verify (see
-``pgvector.py``); stores without a ``publish`` method serve what they hold at once.
+``pgvector`` (extra ``pgvector``) is a PostgreSQL server: each run writes its own table,
+``prepare_publish`` builds its indexes once the run's vectors verify, and ``publish`` switches
+the collection's view to it when the run becomes ``latest`` (the runner's commit point, after
+the run guards and the serve phase; see ``pgvector.py``). Stores without a ``publish`` method
+(``PUBLISHING_PROVIDERS`` lists those with one) serve what they hold at once.
 """
 
 from __future__ import annotations
@@ -305,6 +307,18 @@ def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
         f"vector store '{config.provider}' is not supported",
         suggestion="Use vector_db.provider: chroma, local, qdrant, milvus, pgvector or pinecone",
     )
+
+
+# Providers that stage a run's writes and switch to them in ``publish`` (the others serve at once).
+PUBLISHING_PROVIDERS = frozenset({"pgvector"})
+
+
+def prepare_publish(store: VectorStore) -> None:
+    """Get a verified run's vectors ready to serve (pgvector builds the table's indexes) without
+    switching the collection to them yet."""
+    method = getattr(store, "prepare_publish", None)
+    if method is not None:
+        method()
 
 
 def publish(store: VectorStore) -> None:

@@ -19,7 +19,9 @@ namespaces never share a table):
 
 Atomic publish: a run writes only its own table (in ``upsert``/``insert`` mode it starts as a
 copy of the published one, so unchanged vectors are not rewritten); after the index phase has
-verified it, one transaction points the view at it. Readers of the view see the old index or
+verified it, ``prepare_publish`` builds its indexes; when the run becomes ``latest`` (the
+runner's commit point: after the run guards and the serve phase, never for a failed run) one
+transaction in ``publish`` points the view at it. Readers of the view see the old index or
 the new one, never a half-written or empty one; a run that dies before the switch leaves the
 old index serving. Older tables stay until ``run cleanup`` removes their run. Concurrent
 writers (several workers of one run) share the run's table: creation is serialised by an
@@ -442,15 +444,21 @@ class PgVectorStore:
                     )
                 )
 
-    def publish(self) -> None:
-        """Build the run table's indexes, then point the collection's view at it in one transaction."""
-        from psycopg import sql
-
+    def prepare_publish(self) -> None:
+        """Build the run table's indexes (the switch itself waits for ``publish``)."""
         table = self._write_table()
         with self._tx("publish") as conn:
             if self._registered(conn, table) is None:
                 raise DbError(f"run table {table} does not exist", suggestion="Rerun the index phase")
         self._build_indexes(table)
+
+    def publish(self) -> None:
+        """Build the run table's indexes if needed, then point the collection's view at it in one
+        transaction."""
+        from psycopg import sql
+
+        table = self._write_table()
+        self.prepare_publish()
         with self._tx("publish") as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.{self.view}",))
             if self._registered(conn, table) is None:

@@ -26,11 +26,13 @@ from indexfoundry.backends.embedding.providers import (
     resolve_embedder,
 )
 from indexfoundry.backends.stores import (
+    PUBLISHING_PROVIDERS,
     TEXT_HASH_KEY,
     Metadata,
     VectorStore,
     describe_location,
     open_store,
+    prepare_publish,
     publish,
 )
 from indexfoundry.errors import DbError, EmbedError, IndexFoundryError
@@ -328,8 +330,9 @@ def upsert_chunks(
             suggestion="Rerun 'indexfoundry index --run-id ... --force'",
             details={"missing": missing[:20], "extra": extra[:20]},
         )
-    # Only a store that matches the run becomes the served index (pgvector switches its view here).
-    publish(store)
+    # Only a store that matches the run may become the served index; the switch itself (pgvector's
+    # view) waits for the runner's commit point (``IndexPhase.publish``), after the later guards.
+    prepare_publish(store)
     updated = sum(1 for c in to_write if c.chunk_id in existing)
     return {
         "stats": {
@@ -382,6 +385,16 @@ class IndexPhase(Phase):
 
     def input_hashes(self, ctx: PhaseContext) -> list[str]:
         return upstream_artifact_hashes(ctx, "normalize")
+
+    def publish(self, ctx: PhaseContext) -> None:
+        """The run becomes ``latest``: a store that stages runs (pgvector) switches to its vectors."""
+        if ctx.config.index.vector_db.provider not in PUBLISHING_PROVIDERS:
+            return
+        store = open_run_store(ctx.layout, ctx.config)
+        try:
+            publish(store)
+        finally:
+            store.close()
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         layout = ctx.layout
