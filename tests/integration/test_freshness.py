@@ -110,7 +110,7 @@ def test_a_url_the_network_policy_refuses_is_an_error_not_a_request(tmp_path: Pa
 
 
 def test_results_carry_the_fetch_time_and_in_docs_mode_say_when_their_file_changed(tmp_path: Path):
-    from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunCache, SearchDocsInput
+    from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, SearchDocsInput
 
     docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
     runs = tmp_path / "runs"
@@ -121,7 +121,7 @@ def test_results_carry_the_fetch_time_and_in_docs_mode_say_when_their_file_chang
     out = api.pipeline_run(config, runs_dir=runs)
     top = api.search("change the theme colours", out.run_id, runs_dir=runs, top_k=3).results
     assert all(r.fetched_at and len(r.source.content_hash) == 64 for r in top)
-    tools = RetrievalTools(FixedRuns(runs, out.run_id), RunCache(runs), flag_changed=True)
+    tools = RetrievalTools(FixedRuns(runs, out.run_id), api.RunPool(runs), flag_changed=True)
     query = SearchDocsInput(query="change the theme colours", top_k=3)
     before = tools.search_docs(query)
     assert not any(h.changed for h in before.structured.results)  # type: ignore[attr-defined]

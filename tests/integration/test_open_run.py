@@ -48,3 +48,34 @@ def test_opening_latest_with_no_completed_run_is_run_not_found(runs_dir: Path):
     with pytest.raises(IndexFoundryError) as info:
         api.open_run("latest", runs_dir=runs_dir)
     assert info.value.code == "RUN_NOT_FOUND"
+
+
+def test_closing_a_leased_handle_waits_for_the_last_lease(tmp_path: Path, runs_dir: Path):
+    from indexfoundry.pipeline.inuse import runs_in_use
+
+    docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
+    out = api.pipeline_run(folder_config(docs), runs_dir=runs_dir)
+    run = api.open_run(out.run_id, runs_dir=runs_dir, in_use="serve")
+    assert out.run_id in runs_in_use(runs_dir)
+    with run.lease():
+        run.close()  # a newer run was swapped in while a request still reads this one
+        assert out.run_id in runs_in_use(runs_dir)
+        assert run.search("install", top_k=1, mode="keyword").run_id == out.run_id
+    assert out.run_id not in runs_in_use(runs_dir)
+
+
+def test_a_pool_reopens_a_run_whose_manifest_changed_and_closes_the_least_recent(tmp_path: Path, runs_dir: Path):
+    docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
+    first = api.pipeline_run(folder_config(docs), runs_dir=runs_dir).run_id
+    second = api.pipeline_run(folder_config(docs), runs_dir=runs_dir).run_id
+    pool = api.RunPool(runs_dir, size=1)
+    with pool.using(first) as a:
+        assert a.id == first
+    with pool.using("latest") as b:
+        assert b.id == second
+    with pool.using(first) as again:
+        assert again is not a  # evicted by the second run, opened anew
+    api.run_phase("serve", first, runs_dir=runs_dir, force=True)  # rewrites the run's manifest
+    with pool.using(first) as rerun:
+        assert rerun is not again
+    pool.close()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
+from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.models.config import (
     ExecutionConfig,
     GlobalConfig,
@@ -31,7 +31,14 @@ from indexfoundry.pipeline.cleanup import RunCleanupOutput
 from indexfoundry.pipeline.diff import RunDiffOutput
 from indexfoundry.pipeline.executors import Executor, open_executor
 from indexfoundry.pipeline.runner import PhaseRunner, create_run, execute, new_run_id, run_phase_body
-from indexfoundry.pipeline.runs import RunListItem, RunStatusOutput, latest_run, list_runs, run_status
+from indexfoundry.pipeline.runs import (
+    RunListItem,
+    RunStatusOutput,
+    latest_run,
+    list_runs,
+    run_status,
+)
+from indexfoundry.pipeline.runs import resolve_run_id as resolve_run_id
 from indexfoundry.storage.layout import PHASES, RunLayout, resolve_runs_dir
 from indexfoundry.storage.manifest import load_manifest, load_run_config
 
@@ -73,16 +80,6 @@ def validate_config(
     cfg = load_config(config, global_config)
     preflight(cfg)
     return cfg
-
-
-def resolve_run_id(runs_dir: Path, run_id: str) -> str:
-    """Accept 'latest' as the newest completed (or partial) run."""
-    if run_id == "latest":
-        found = latest_run(runs_dir)
-        if found is None:
-            raise RunNotFound(f"no completed run in {runs_dir}", suggestion="Run 'indexfoundry pipeline run CONFIG'")
-        return found
-    return run_id
 
 
 def pipeline_run(

@@ -32,7 +32,7 @@ from indexfoundry.models.serve import (
     ServeStopOutput,
 )
 from indexfoundry.pipeline.inuse import pid_alive
-from indexfoundry.pipeline.runs import latest_run
+from indexfoundry.pipeline.runs import LATEST, resolve_run_id
 from indexfoundry.storage.atomic import atomic_write_json, dump_json, read_json
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_bytes
@@ -48,19 +48,27 @@ _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 def serve_config_for(runs_dir: Path, run_spec: str) -> ServeConfig:
     """The ``serve`` section of the run to serve ('latest': the newest completed run, or defaults)."""
-    if run_spec == "latest":
-        found = latest_run(runs_dir)
-        if found is None:
-            return ServeConfig()
-        run_spec = found
-    return load_run_config(RunLayout.existing(runs_dir, run_spec)).serve
+    run_id = _served_run(runs_dir, run_spec)
+    if run_id is None:
+        return ServeConfig()
+    return load_run_config(RunLayout.existing(runs_dir, run_id)).serve
+
+
+def _served_run(runs_dir: Path, run_spec: str) -> str | None:
+    """The run ``run_spec`` names now; None for 'latest' before any run completed."""
+    try:
+        return resolve_run_id(runs_dir, run_spec)
+    except RunNotFound:
+        if run_spec != LATEST:
+            raise
+        return None
 
 
 def served_profile(runs_dir: Path, run_spec: str) -> RetrievalProfile:
     """The retrieval profile of the run to serve (its served/retrieval_profile.json, else the defaults)."""
     from indexfoundry.phases.serve import default_profile
 
-    run_id = latest_run(runs_dir) if run_spec == "latest" else run_spec
+    run_id = _served_run(runs_dir, run_spec)
     if run_id is not None:
         layout = RunLayout.existing(runs_dir, run_id)
         if layout.retrieval_profile.is_file():
@@ -168,7 +176,7 @@ def run_server(settings: Any) -> None:
 
     from indexfoundry.surfaces.http.app import create_app
     from indexfoundry.surfaces.http.auth import KeyRing
-    from indexfoundry.surfaces.http.holder import ServiceHolder
+    from indexfoundry.surfaces.http.holder import RunHolder
 
     runs_dir: Path = settings.runs_dir
     existing = _live_info(runs_dir, settings.port)
@@ -181,7 +189,7 @@ def run_server(settings: Any) -> None:
         raise ConfigInvalid(f"port {settings.port} on {settings.host} is in use", suggestion="Pick another --port")
     # Load the run and the keys before uvicorn starts, so a user mistake is one clear error line
     # (uvicorn would report a failing startup with a traceback).
-    holder = ServiceHolder(runs_dir, settings.run_id, reload_interval_s=settings.reload_interval_s)
+    holder = RunHolder(runs_dir, settings.run_id, reload_interval_s=settings.reload_interval_s)
     holder.load_initial()
     loaded = holder.current
     needs_keys = settings.require_auth or (loaded is not None and loaded.profile.security.require_auth)
@@ -254,7 +262,7 @@ def start_background(
     timeout_s: float = STARTUP_TIMEOUT_S,
 ) -> ServeStartOutput:
     """Start a server in a background process and wait until it answers ``/health``."""
-    if run_spec != "latest":
+    if run_spec != LATEST:
         RunLayout.existing(runs_dir, run_spec)
     existing = _live_info(runs_dir, port)
     if existing is not None:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from indexfoundry.errors import ConfigInvalid, IndexFoundryError
+from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.manifests import ErrorRecord, PhaseName, RunStatus, Totals
 from indexfoundry.storage.layout import PHASES, RunLayout, is_run_id
@@ -173,3 +173,17 @@ def becomes_latest(runs_dir: Path, run_id: str) -> bool:
         if item.status in ("completed", "partial"):
             return False
     return True
+
+
+LATEST = "latest"
+
+
+def resolve_run_id(runs_dir: Path, run_id: str) -> str:
+    """The one resolver of 'latest': the newest completed (or partial) run (RUN_NOT_FOUND if
+    there is none); any other id is returned as is."""
+    if run_id == LATEST:
+        found = latest_run(runs_dir)
+        if found is None:
+            raise RunNotFound(f"no completed run in {runs_dir}", suggestion="Run 'indexfoundry pipeline run CONFIG'")
+        return found
+    return run_id

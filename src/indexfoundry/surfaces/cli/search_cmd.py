@@ -174,18 +174,19 @@ def register(app: typer.Typer) -> None:
             )
         parsed = [parse_filter(*triple) for triple in filters]
         mode_value: SearchMode = mode  # type: ignore[assignment]
-        service = api.search_service(run_id, runs_dir=runs_dir)
-        k = top_k or service.profile.retrieval_config.default_top_k
-        if queries_file is not None:
-            texts = read_query_lines(queries_file)
-            requests = [_request(text, k, mode_value, parsed, offset, expand=expand) for text in texts]
-            for request in requests:
-                service.check(request)  # refuse a bad mode or filter before any output
-            for request in requests:
-                typer.echo(json.dumps(response_json(service.search(request), request.query), ensure_ascii=False))
-            return
-        assert query is not None
-        response = service.search(_request(query, k, mode_value, parsed, offset, max_tokens, cursor, expand))
+        with api.open_run(run_id, runs_dir) as run:
+            k = top_k or run.profile.retrieval_config.default_top_k
+            if queries_file is not None:
+                texts = read_query_lines(queries_file)
+                requests = [_request(text, k, mode_value, parsed, offset, expand=expand) for text in texts]
+                for request in requests:
+                    run.check(request)  # refuse a bad mode or filter before any output
+                for request in requests:
+                    answer = response_json(run.search_request(request), request.query)
+                    typer.echo(json.dumps(answer, ensure_ascii=False))
+                return
+            assert query is not None
+            response = run.search_request(_request(query, k, mode_value, parsed, offset, max_tokens, cursor, expand))
         if json_out:
             print_json(response_json(response))
         else:

@@ -1,17 +1,17 @@
-"""The HTTP retrieval API: a FastAPI app over the one search service.
+"""The HTTP retrieval API: a FastAPI app over the served run (one ``Run`` handle at a time).
 
 ``create_app(settings)`` builds the app; ``openapi_spec(settings)`` returns the OpenAPI 3.1
 document of that same app (the serve phase writes it to ``served/openapi.json``), so the
 spec and the server cannot disagree. Routes are adapters only: they authenticate, rate
-limit, and call the search service or the serve phase's read-only views.
+limit, and call the served run's ``Run`` handle (``api.open_run``), leased for the request.
 """
 
 # No ``from __future__ import annotations`` here: FastAPI reads the route signatures at runtime and
-# they refer to names local to ``create_app`` (the per-app search body model, the guarded service).
+# they refer to names local to ``create_app`` (the per-app search body model, the guarded run).
 import html
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Annotated, Any, Literal, cast
@@ -24,16 +24,14 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
-from indexfoundry import __version__
+from indexfoundry import __version__, api
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import AllowedFilter, SearchFilter, SearchMode, SearchRequest, SearchResponse
 from indexfoundry.models.serve import DocumentView, HealthView, StatsView
-from indexfoundry.retrieval.service import SearchService
-from indexfoundry.retrieval.views import document_view, stats_view
 from indexfoundry.surfaces.http.auth import KeyRing, Principal, auth_error, presented_key
 from indexfoundry.surfaces.http.errors import ErrorEnvelope, HttpProblem, install_error_handlers, retry_after_header
-from indexfoundry.surfaces.http.holder import ServiceHolder
+from indexfoundry.surfaces.http.holder import RunHolder
 from indexfoundry.surfaces.http.limits import BodyLimitMiddleware
 from indexfoundry.surfaces.http.ratelimit import RateLimiter
 from indexfoundry.surfaces.http.reqlog import RequestLogMiddleware
@@ -155,7 +153,7 @@ def search_body_model(settings: HttpSettings) -> type[BaseModel]:
 class Guard:
     """Authentication, namespace check and rate limiting for the API endpoints."""
 
-    def __init__(self, settings: HttpSettings, holder: ServiceHolder) -> None:
+    def __init__(self, settings: HttpSettings, holder: RunHolder) -> None:
         self.settings = settings
         self.holder = holder
         self.keys = KeyRing([])
@@ -165,22 +163,21 @@ class Guard:
     def load_keys(self) -> None:
         self.keys = KeyRing.load(self.settings.api_keys_env, self.settings.api_key_file)
 
-    def auth_required(self, service: SearchService | None) -> bool:
-        return self.settings.require_auth or (service is not None and service.profile.security.require_auth)
+    def auth_required(self, run: api.Run | None) -> bool:
+        return self.settings.require_auth or (run is not None and run.profile.security.require_auth)
 
-    def service(self) -> SearchService:
-        service = self.holder.current
-        if service is None:
+    def served(self, run: api.Run | None) -> api.Run:
+        if run is None:
             error = RunNotFound(
                 "no completed run is being served yet",
                 recoverable=True,
                 suggestion="Complete a pipeline run; the server loads it within seconds",
             )
             raise HttpProblem(503, error, retry_after_header(self.holder.reload_interval_s))
-        return service
+        return run
 
-    def check(self, request: Request, key: str | None) -> SearchService:
-        service = self.service()
+    def check(self, request: Request, key: str | None, leased: api.Run | None) -> api.Run:
+        run = self.served(leased)
         principal: Principal | None = self.keys.authenticate(key) if key else None
         client = f"key:{principal.name}" if principal else f"ip:{request.client.host if request.client else '-'}"
         request.state.principal = principal.name if principal else None
@@ -194,10 +191,10 @@ class Guard:
                     suggestion=f"Retry after {retry_after_header(wait)['Retry-After']} s",
                 )
                 raise HttpProblem(429, error, retry_after_header(wait))
-        if self.auth_required(service) and principal is None:
+        if self.auth_required(run) and principal is None:
             raise HttpProblem(401, auth_error(), {"WWW-Authenticate": "Bearer"})
-        namespace = service.vector_manifest.get("namespace") or DEFAULT_NAMESPACE
-        allowed = service.profile.security.allowed_namespaces
+        namespace = run.namespace or DEFAULT_NAMESPACE
+        allowed = run.profile.security.allowed_namespaces
         if (allowed is not None and namespace not in allowed) or (
             principal is not None and principal.namespaces is not None and namespace not in principal.namespaces
         ):
@@ -207,17 +204,17 @@ class Guard:
                 suggestion="Use a key allowed for this namespace (security.allowed_namespaces)",
             )
             raise HttpProblem(403, error)
-        return service
+        return run
 
 
 def _static_text(name: str) -> str:
     return resources.files("indexfoundry.surfaces.http").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> FastAPI:
+def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastAPI:
     """The HTTP API for ``settings``; ``holder`` (default: built from the settings) serves the run."""
     base = settings.base_path
-    holder = holder or ServiceHolder(settings.runs_dir, settings.run_id, reload_interval_s=settings.reload_interval_s)
+    holder = holder or RunHolder(settings.runs_dir, settings.run_id, reload_interval_s=settings.reload_interval_s)
     guard = Guard(settings, holder)
 
     @asynccontextmanager
@@ -252,20 +249,21 @@ def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> F
         request: Request,
         x_api_key: Annotated[str | None, Depends(_api_key_header)],
         bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    ) -> SearchService:
+    ) -> Iterator[api.Run]:
         key = presented_key(f"Bearer {bearer.credentials}" if bearer else None, x_api_key)
-        return guard.check(request, key)
+        with holder.leased() as leased:
+            yield guard.check(request, key, leased)
 
-    Service = Annotated[SearchService, Depends(checked)]
+    Served = Annotated[api.Run, Depends(checked)]
     wanted = set(settings.endpoints)
     Body = search_body_model(settings)
 
     def add_search(mode: SearchMode) -> None:
-        def search(body: Body, service: Service) -> SearchResponse:  # type: ignore[valid-type]
+        def search(body: Body, run: Served) -> SearchResponse:  # type: ignore[valid-type]
             data = body.model_dump(mode="json")  # type: ignore[attr-defined]
             if "top_k" not in body.model_fields_set:  # type: ignore[attr-defined]
-                data["top_k"] = min(service.profile.retrieval_config.default_top_k, settings.max_top_k)
-            return service.search(SearchRequest.model_validate({**data, "mode": mode}))
+                data["top_k"] = min(run.profile.retrieval_config.default_top_k, settings.max_top_k)
+            return run.search_request(SearchRequest.model_validate({**data, "mode": mode}))
 
         search.__doc__ = f"{mode.capitalize()} search over the served run; best result first."
         app.post(
@@ -294,11 +292,11 @@ def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> F
         )
         def get_document(
             doc_id: Annotated[str, Path(pattern=HEX_ID, description="Document id")],
-            service: Service,
+            run: Served,
             include_text: Annotated[bool, Query(description="Include the extracted text")] = False,
         ) -> DocumentView:
             """One document of the served run, with its chunks in order."""
-            return document_view(service, doc_id, include_text)
+            return run.document(doc_id, include_text=include_text)
 
     if "get_chunk" in wanted:
 
@@ -311,10 +309,10 @@ def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> F
             tags=["documents"],
         )
         def get_chunk(
-            chunk_id: Annotated[str, Path(pattern=HEX_ID, description="Chunk id")], service: Service
+            chunk_id: Annotated[str, Path(pattern=HEX_ID, description="Chunk id")], run: Served
         ) -> DocumentChunk:
             """One chunk of the served run (the canonical DocumentChunk record)."""
-            return service.chunk(chunk_id)
+            return run.chunk(chunk_id)
 
     if "stats" in wanted:
 
@@ -326,9 +324,9 @@ def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> F
             operation_id="stats",
             tags=["service"],
         )
-        def stats(service: Service) -> StatsView:
+        def stats(run: Served) -> StatsView:
             """What is served: the run, its counts, model, search modes and filters."""
-            return stats_view(service, follows_latest=holder.follow_latest, reloads=holder.reloads)
+            return run.stats()
 
     if "health" in wanted:
 
@@ -345,7 +343,7 @@ def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> F
             current = holder.current
             return HealthView(
                 status="ok" if current is not None else "waiting",
-                run_id=current.run_id if current is not None else None,
+                run_id=current.id if current is not None else None,
                 version=__version__,
                 auth_required=guard.auth_required(current),
             )
@@ -354,7 +352,7 @@ def create_app(settings: HttpSettings, holder: ServiceHolder | None = None) -> F
     page = page.replace("{{TITLE}}", html.escape(settings.api_info.title))
 
     @app.get(f"{base}/openapi.json", include_in_schema=False)
-    def openapi_document(service: Service) -> JSONResponse:
+    def openapi_document(run: Served) -> JSONResponse:
         """The OpenAPI spec. With authentication on it needs a key like the data endpoints: it names
         the served run's filter fields and limits. (The page below is a static shell with no data.)"""
         return JSONResponse(app.openapi())
@@ -432,7 +430,7 @@ def _openapi_builder(app: FastAPI, settings: HttpSettings, include_schemas: bool
 
 def openapi_spec(settings: HttpSettings, include_schemas: bool = True) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the app built from ``settings`` (no run needs to be loaded)."""
-    app = create_app(settings, ServiceHolder(settings.runs_dir, settings.run_id))
+    app = create_app(settings, RunHolder(settings.runs_dir, settings.run_id))
     app.openapi_schema = None
     spec = _openapi_builder(app, settings, include_schemas)()
     return cast(dict[str, Any], json.loads(json.dumps(spec, sort_keys=True)))

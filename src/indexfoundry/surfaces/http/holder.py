@@ -1,55 +1,41 @@
-"""The served run: one fully loaded search service, swapped atomically when a newer run completes.
+"""The served run: one fully loaded ``Run`` handle, swapped atomically when a newer run completes.
 
-A request reads ``holder.current`` once and uses that service to the end, so it never sees a
-half-loaded index: a replacement is built and warmed (every offered search mode answers a
-query) before the reference is swapped. When serving ``latest``, a watcher thread checks for a
-newer completed run every ``reload_interval_s`` seconds.
+A request leases ``holder.current`` once (``holder.leased()``) and uses that handle to the end,
+so it never sees a half-loaded index: a replacement is opened and warmed (every offered search
+mode answers a query) before the reference is swapped, and the old handle is closed (its store
+connection released, its in-use mark removed) once its last request has finished. When
+serving ``latest``, a watcher thread checks for a newer completed run every
+``reload_interval_s`` seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
 import threading
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from indexfoundry import api
 from indexfoundry.errors import IndexFoundryError, RunNotFound
-from indexfoundry.models.retrieval import SearchRequest
-from indexfoundry.pipeline.inuse import mark_in_use, release
-from indexfoundry.pipeline.runs import latest_run
-from indexfoundry.retrieval.service import SearchService, open_service
-from indexfoundry.storage.layout import RunLayout
 
 log = logging.getLogger("indexfoundry.http")
 
 INUSE_KIND = "serve"
+LATEST = "latest"
 
 
-def warm(service: SearchService) -> SearchService:
-    """Load everything a search needs (store, chunks, embedder, keyword index) before serving."""
-    for mode in service.profile.retrieval_config.search_modes:
-        service.search(SearchRequest(query="warm up", top_k=1, mode=mode))
-    return service
+class RunHolder:
+    """Holds the ``Run`` of the served run (a named run, or the latest completed one)."""
 
-
-class ServiceHolder:
-    """Holds the search service of the served run (a named run, or the latest completed one)."""
-
-    def __init__(
-        self,
-        runs_dir: Path,
-        run_id: str,
-        *,
-        reload_interval_s: float = 2.0,
-        opener: Callable[[RunLayout], SearchService] | None = None,
-    ) -> None:
+    def __init__(self, runs_dir: Path, run_id: str, *, reload_interval_s: float = 2.0, embedder: Any = None) -> None:
         self.runs_dir = runs_dir
         self.run_spec = run_id
-        self.follow_latest = run_id == "latest"
+        self.follow_latest = run_id == LATEST
         self.reload_interval_s = reload_interval_s
-        self._open = opener or (lambda layout: warm(open_service(layout)))
-        self._current: SearchService | None = None
+        self.embedder = embedder
+        self._current: api.Run | None = None
         self._swap_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -57,31 +43,49 @@ class ServiceHolder:
         self.reloads = 0
 
     @property
-    def current(self) -> SearchService | None:
-        """The service to use for one whole request (read once per request)."""
+    def current(self) -> api.Run | None:
+        """The handle served now (None while 'latest' waits for a first completed run)."""
         return self._current
 
+    @contextlib.contextmanager
+    def leased(self) -> Iterator[api.Run | None]:
+        """The current handle, kept open for the block even if a newer run is swapped in meanwhile."""
+        with contextlib.ExitStack() as stack:
+            with self._swap_lock:
+                run = self._current
+                if run is not None:
+                    stack.enter_context(run.lease())
+            yield run
+
     def _wanted_run(self) -> str | None:
-        if self.follow_latest:
-            return latest_run(self.runs_dir)
-        return self.run_spec
+        try:
+            return api.resolve_run_id(self.runs_dir, self.run_spec)
+        except RunNotFound:
+            if not self.follow_latest:
+                raise
+            return None
 
     def refresh(self) -> bool:
-        """Load the wanted run if it is not the one served; True if a new service was swapped in."""
+        """Load the wanted run if it is not the one served; True if a new handle was swapped in."""
         wanted = self._wanted_run()
         current = self._current
-        if wanted is None or (current is not None and current.run_id == wanted):
+        if wanted is None or (current is not None and current.id == wanted):
             return False
-        layout = RunLayout.existing(self.runs_dir, wanted)
-        service = self._open(layout)  # fully built and warmed before anyone can see it
+        run = api.open_run(wanted, self.runs_dir, embedder=self.embedder, in_use=INUSE_KIND)
+        try:
+            run.warm()  # fully loaded before anyone can see it
+        except BaseException:
+            run.close()
+            raise
+        run.follows_latest = self.follow_latest
         with self._swap_lock:
             old = self._current
-            mark_in_use(self.runs_dir, service.run_id, INUSE_KIND, os.getpid())
-            self._current = service
             self.reloads += 1
-        if old is not None and old.run_id != service.run_id:
-            release(self.runs_dir, old.run_id, INUSE_KIND, os.getpid())
-        log.info("serving run %s", service.run_id)
+            run.reloads = self.reloads
+            self._current = run
+        if old is not None:
+            old.close()  # once the requests still reading it have finished
+        log.info("serving run %s", run.id)
         return True
 
     def load_initial(self) -> None:
@@ -109,17 +113,20 @@ class ServiceHolder:
 
     def start(self) -> None:
         """Load the run, and with 'latest' start watching for newer completed runs."""
-        self.load_initial()
+        if self._current is None:
+            self.load_initial()
         if self.follow_latest and self._thread is None:
+            self._stop.clear()
             self._thread = threading.Thread(target=self._watch, name="indexfoundry-reload", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
-        """Stop watching and release the in-use mark."""
+        """Stop watching and close the served handle (releasing its in-use mark)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
-        current = self._current
+        with self._swap_lock:
+            current, self._current = self._current, None
         if current is not None:
-            release(self.runs_dir, current.run_id, INUSE_KIND, os.getpid())
+            current.close()

@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from indexfoundry.storage.atomic import append_ndjson
 from indexfoundry.storage.clock import utc_now
-from indexfoundry.surfaces.http.holder import ServiceHolder
+from indexfoundry.surfaces.http.holder import RunHolder
 
 log = logging.getLogger("indexfoundry.http")
 
@@ -24,7 +24,7 @@ log = logging.getLogger("indexfoundry.http")
 class RequestLogMiddleware:
     """Pure ASGI middleware (no body buffering) that logs each HTTP request once it is answered."""
 
-    def __init__(self, app: ASGIApp, holder: ServiceHolder, enabled: bool = True) -> None:
+    def __init__(self, app: ASGIApp, holder: RunHolder, enabled: bool = True) -> None:
         self.app = app
         self.holder = holder
         self.enabled = enabled
@@ -57,8 +57,8 @@ class RequestLogMiddleware:
                 self._write(scope, request_id, 500, time.perf_counter() - started)
 
     def _write(self, scope: Scope, request_id: str, status: int, seconds: float) -> None:
-        service = self.holder.current
-        if service is None:
+        run = self.holder.current
+        if run is None:
             return
         state = scope.get("state") or {}
         client = scope.get("client")
@@ -71,9 +71,9 @@ class RequestLogMiddleware:
             "duration_ms": round(seconds * 1000, 3),
             "client": client[0] if client else None,
             "key": state.get("principal"),
-            "run_id": service.run_id,
+            "run_id": run.id,
         }
         try:
-            append_ndjson(service.layout.requests_log, line)
+            append_ndjson(run.requests_log, line)
         except OSError as exc:  # a full disk must not take the API down
             log.warning("cannot write the request log: %s", exc)

@@ -27,7 +27,6 @@ from indexfoundry.surfaces.mcp.retrieval import (
     ListPagesOutput,
     PageOutput,
     RetrievalTools,
-    RunCache,
     SectionOutput,
 )
 
@@ -144,9 +143,8 @@ class LibraryListPagesOutput(ListPagesOutput, Labeled):
 class LibraryTools:
     """The library-aware retrieval tools over a registry."""
 
-    def __init__(self, registry: LibraryRegistry, cache: RunCache, retrieval: RetrievalTools) -> None:
+    def __init__(self, registry: LibraryRegistry, retrieval: RetrievalTools) -> None:
         self.registry = registry
-        self.cache = cache
         self.retrieval = retrieval
 
     def list_libraries(self, payload: ListLibrariesInput) -> ListLibrariesOutput:
@@ -156,17 +154,17 @@ class LibraryTools:
         for lib in self.registry.libraries():
             if payload.name is not None and lib.name != payload.name:
                 continue
-            view = self.cache.view(lib.run_id())
-            out.append(
-                LibraryVersion(
-                    name=lib.name,
-                    version=lib.version,
-                    latest=lib.name not in seen,
-                    run_id=view.run_id,
-                    indexed_at=view.indexed_at,
-                    pages=len(view.documents),
+            with self.retrieval.using(lib.run_id()) as run:
+                out.append(
+                    LibraryVersion(
+                        name=lib.name,
+                        version=lib.version,
+                        latest=lib.name not in seen,
+                        run_id=run.id,
+                        indexed_at=run.indexed_at,
+                        pages=len(run.pages.documents),
+                    )
                 )
-            )
             seen.add(lib.name)
         return ListLibrariesOutput(libraries=out)
 
@@ -179,13 +177,13 @@ class LibraryTools:
         searched: list[Searched] = []
         found: list[tuple[float, str, int, Library, Any]] = []
         for lib in libraries:
-            service = self.cache.service(lib.run_id())
-            offered = service.profile.retrieval_config.search_modes
-            mode: SearchMode = (
-                payload.mode if payload.mode in offered else ("hybrid" if "hybrid" in offered else offered[0])
-            )
-            request = SearchRequest(query=payload.query, top_k=payload.top_k, mode=mode, filters=payload.filters)
-            response = service.search(request)
+            with self.retrieval.using(lib.run_id()) as run:
+                offered = run.profile.retrieval_config.search_modes
+                mode: SearchMode = (
+                    payload.mode if payload.mode in offered else ("hybrid" if "hybrid" in offered else offered[0])
+                )
+                request = SearchRequest(query=payload.query, top_k=payload.top_k, mode=mode, filters=payload.filters)
+                response = run.search_request(request)
             searched.append(
                 Searched(library=lib.name, version=lib.version, run_id=response.run_id, indexed_at=response.indexed_at)
             )

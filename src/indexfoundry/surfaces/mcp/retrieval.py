@@ -8,22 +8,19 @@ names the run it came from and when that run was indexed.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import Field
 
+from indexfoundry import api
 from indexfoundry.app.freshness import FreshnessReport
 from indexfoundry.errors import NotFound, RunNotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import ExpandMode, SearchFilter, SearchMode, SearchRequest, SearchResult
-from indexfoundry.pipeline.runs import latest_run
 from indexfoundry.retrieval.budget import cursor_index, decode_cursor, encode_cursor, fit_texts, request_key
 from indexfoundry.retrieval.pages import RunView, page_key, sections_of
-from indexfoundry.retrieval.service import SearchService, open_service
-from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
 from indexfoundry.surfaces.mcp.security import LATEST, check_run_id
 
@@ -55,53 +52,18 @@ class FixedRuns:
         self.run_id = run_id
 
     def default_run(self) -> str:
-        if self.run_id is not None:
-            return self.run_id
-        found = latest_run(self.runs_dir)
-        if found is None:
-            raise RunNotFound(
-                f"no completed run in {self.runs_dir}",
-                suggestion="Build one with indexfoundry_pipeline_run, or start the server with --docs FOLDER",
-            )
-        return found
+        return latest_or_named(self.runs_dir, self.run_id or LATEST)
 
 
-class RunCache:
-    """Opened runs (views and search services), reopened when a run's manifest changes."""
-
-    def __init__(self, runs_dir: Path, embedder: Any = None, size: int = 4) -> None:
-        self.runs_dir = runs_dir
-        self.embedder = embedder
-        self.size = size
-        self._views: OrderedDict[tuple[str, int], RunView] = OrderedDict()
-        self._services: OrderedDict[tuple[str, int], SearchService] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def _key(self, run_id: str) -> tuple[RunLayout, tuple[str, int]]:
-        layout = RunLayout.existing(self.runs_dir, check_run_id(run_id))
-        return layout, (run_id, layout.manifest.stat().st_mtime_ns)
-
-    def view(self, run_id: str) -> RunView:
-        layout, key = self._key(run_id)
-        with self._lock:
-            found = self._views.get(key)
-            if found is None:
-                found = RunView(layout)
-                self._views[key] = found
-                while len(self._views) > self.size:
-                    self._views.popitem(last=False)
-            return found
-
-    def service(self, run_id: str) -> SearchService:
-        layout, key = self._key(run_id)
-        with self._lock:
-            found = self._services.get(key)
-            if found is None:
-                found = open_service(layout, self.embedder)
-                self._services[key] = found
-                while len(self._services) > self.size:
-                    self._services.popitem(last=False)
-            return found
+def latest_or_named(runs_dir: Path, run_id: str) -> str:
+    """``run_id``, or for 'latest' the newest completed run (``api.resolve_run_id``)."""
+    try:
+        return api.resolve_run_id(runs_dir, run_id)
+    except RunNotFound as error:
+        raise RunNotFound(
+            error.message,
+            suggestion="Build one with indexfoundry_pipeline_run, or start the server with --docs FOLDER",
+        ) from None
 
 
 # ---------------------------------------------------------------- models
@@ -253,9 +215,9 @@ def _stamp(run_id: str, indexed_at: str | None, note: str | None = None) -> str:
 class RetrievalTools:
     """The four retrieval tools over a run source."""
 
-    def __init__(self, source: RunSource, cache: RunCache, flag_changed: bool = False) -> None:
+    def __init__(self, source: RunSource, runs: api.RunPool, flag_changed: bool = False) -> None:
         self.source = source
-        self.cache = cache
+        self.runs = runs
         # Docs mode: say when a hit's file changed since its run was indexed (not rebuilt yet).
         self.flag_changed = flag_changed
         # Docs mode: page paths are shown relative to the docs folder ("api/auth.md", not
@@ -288,17 +250,24 @@ class RetrievalTools:
         if run_id is None:
             return self.source.default_run()
         if check_run_id(run_id, allow_latest=True) == LATEST:
-            return FixedRuns(self.source.runs_dir).default_run()
+            return latest_or_named(self.source.runs_dir, LATEST)
         return run_id
+
+    def using(self, run_id: str | None) -> AbstractContextManager[api.Run]:
+        """The ``Run`` an answer reads (the agent's run, else the source's), leased for the answer."""
+        return self.runs.using(check_run_id(self._run(run_id)))
 
     def search_docs(self, payload: SearchDocsInput) -> TextAnswer:
         """Search the indexed documentation; the best chunks with their page path and breadcrumb."""
-        run_id = self._run(payload.run_id)
-        service = self.cache.service(run_id)
-        counter = service.token_counter
-        offered = service.profile.retrieval_config.search_modes
+        with self.using(payload.run_id) as run:
+            return self._search_docs(payload, run)
+
+    def _search_docs(self, payload: SearchDocsInput, run: api.Run) -> TextAnswer:
+        run_id = run.id
+        counter = run.token_counter
+        offered = run.profile.retrieval_config.search_modes
         mode: SearchMode = payload.mode or ("hybrid" if "hybrid" in offered else offered[0])
-        head = f"{self.stamp(run_id, service.indexed_at)} Results for {payload.query!r}."
+        head = f"{self.stamp(run_id, run.indexed_at)} Results for {payload.query!r}."
 
         ranks: dict[str, int] = {}  # chunk id -> rank of the results given so far (merged_into)
 
@@ -330,7 +299,7 @@ class RetrievalTools:
         # a margin: token counts of joined JSON differ by a token or two from the parts' sum).
         skeleton = SearchDocsOutput(
             run_id=run_id,
-            indexed_at=service.indexed_at,
+            indexed_at=run.indexed_at,
             query=payload.query,
             mode=mode,
             results=[],
@@ -339,7 +308,7 @@ class RetrievalTools:
             next_cursor="x" * 160,
         )
         reserve = counter.count(head) + counter.count(skeleton.model_dump_json(exclude_none=True)) + 16
-        response = service.search(
+        response = run.search_request(
             SearchRequest(
                 query=payload.query,
                 top_k=payload.top_k,
@@ -381,9 +350,13 @@ class RetrievalTools:
 
     def get_page(self, payload: GetPageInput) -> TextAnswer:
         """A whole page as extracted (markdown where the source had structure)."""
-        run_id = self._run(payload.run_id)
-        view = self.cache.view(run_id)
-        counter = self.cache.service(run_id).token_counter
+        with self.using(payload.run_id) as run:
+            return self._get_page(payload, run)
+
+    def _get_page(self, payload: GetPageInput, run: api.Run) -> TextAnswer:
+        run_id = run.id
+        view = run.pages
+        counter = run.token_counter
         doc = self._document(view, payload.path)
         text = view.text(doc)
         key = request_key("page", page_key(doc))
@@ -405,9 +378,13 @@ class RetrievalTools:
 
     def get_section(self, payload: GetSectionInput) -> TextAnswer:
         """One section of a page, by heading text or breadcrumb."""
-        run_id = self._run(payload.run_id)
-        view = self.cache.view(run_id)
-        counter = self.cache.service(run_id).token_counter
+        with self.using(payload.run_id) as run:
+            return self._get_section(payload, run)
+
+    def _get_section(self, payload: GetSectionInput, run: api.Run) -> TextAnswer:
+        run_id = run.id
+        view = run.pages
+        counter = run.token_counter
         doc, section, whole, others = view.section(page_key(self._document(view, payload.path)), payload.heading)
         key = request_key("section", page_key(doc), section.breadcrumb, section.byte_start)
         offset = decode_cursor(payload.cursor, "section", run_id, key)[1] if payload.cursor else 0
@@ -455,7 +432,10 @@ class RetrievalTools:
     def list_pages(self, payload: ListPagesInput) -> TextAnswer:
         """The pages of the run, sorted by path: one line each in the text part ("path — title"),
         their metadata in the structured part (never the same content in both)."""
-        view = self.cache.view(self._run(payload.run_id))
+        with self.using(payload.run_id) as run:
+            return self._list_pages(payload, run.pages)
+
+    def _list_pages(self, payload: ListPagesInput, view: RunView) -> TextAnswer:
         prefix = self.stored(payload.prefix) if payload.prefix else None
         keys = [k for k in view.documents if prefix is None or k.startswith(prefix)]
         chosen = keys[payload.offset : payload.offset + payload.limit]
@@ -530,16 +510,17 @@ class RetrievalTools:
 
     # Resources -----------------------------------------------------------------
     def page_text(self, path: str) -> str:
-        view = self.cache.view(self.source.default_run())
-        return view.text(self._document(view, path))
+        with self.using(None) as run:
+            return run.pages.text(self._document(run.pages, path))
 
     def page_list(self, limit: int = 1000) -> list[tuple[str, str | None, str]]:
-        view = self.cache.view(self.source.default_run())
-        return [(self.shown(key), doc.title, doc.format) for key, doc in list(view.documents.items())[:limit]]
+        with self.using(None) as run:
+            documents = list(run.pages.documents.items())[:limit]
+        return [(self.shown(key), doc.title, doc.format) for key, doc in documents]
 
 
 def _result_path(uri: str, record_id: str | None) -> str:
     return f"{uri}#{record_id}" if record_id else uri
 
 
-__all__ = ["FixedRuns", "RetrievalTools", "RunCache", "RunSource", "sections_of"]
+__all__ = ["FixedRuns", "RetrievalTools", "RunSource", "latest_or_named", "sections_of"]

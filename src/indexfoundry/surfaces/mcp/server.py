@@ -23,14 +23,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp_types import Resource as MCPResource
 
-from indexfoundry import __version__
+from indexfoundry import __version__, api
 from indexfoundry.app.docs_index import DocsIndex
 from indexfoundry.app.libraries import LibraryEntry, LibraryRegistry
 from indexfoundry.app.tools.registry import load_tools
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
 from indexfoundry.surfaces.mcp.library_tools import LibraryTools
-from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunCache, RunSource
+from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunSource
 from indexfoundry.surfaces.mcp.schemas import SCHEMA_URI_PREFIX, compact_schema
 from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, check_run_id, tokens_equal
 
@@ -131,7 +131,7 @@ def create_server(
     runs_dir = options.runs_dir
     if options.run_id is not None:
         check_run_id(options.run_id)
-    cache = RunCache(runs_dir, options.embedder)
+    runs = api.RunPool(runs_dir, embedder=options.embedder)
     source: RunSource
     docs: DocsIndex | None = None
     registry: LibraryRegistry | None = None
@@ -145,7 +145,7 @@ def create_server(
             embedding_model=options.embedding_model,
             embedder=options.embedder,
         )
-        cache = RunCache(runs_dir, options.embedder, size=64)
+        runs = api.RunPool(runs_dir, embedder=options.embedder, size=64)
         source = FixedRuns(runs_dir, options.run_id)
     elif options.docs is not None:
         docs = DocsIndex(
@@ -158,7 +158,7 @@ def create_server(
         source = docs
     else:
         source = FixedRuns(runs_dir, options.run_id)
-    retrieval = RetrievalTools(source, cache, flag_changed=docs is not None)
+    retrieval = RetrievalTools(source, runs, flag_changed=docs is not None)
     runner = Runner(_roots(options), runs_dir, options.policy)
 
     context: dict[str, Any] = {"runs_dir": runs_dir}
@@ -167,7 +167,7 @@ def create_server(
     exposed: list[Exposed]
     if registry is not None:
         # A docs server for agents: only the library tools (the listing stays small).
-        exposed = LibraryTools(registry, cache, retrieval).exposed()
+        exposed = LibraryTools(registry, retrieval).exposed()
     else:
         exposed = retrieval.exposed()
         if options.tool_set() == "all":
@@ -193,6 +193,7 @@ def create_server(
                 await anyio.to_thread.run_sync(docs.stop)
             if registry is not None:
                 await anyio.to_thread.run_sync(registry.stop)
+            await anyio.to_thread.run_sync(runs.close)
 
     server = IndexFoundryMCP(
         name="indexfoundry",
