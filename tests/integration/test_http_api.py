@@ -51,6 +51,20 @@ def test_each_search_mode_answers_results_like_the_cli_json(client: httpx.Client
     assert scores == sorted(scores, reverse=True)
 
 
+def test_the_mode_less_search_endpoint_defaults_to_hybrid_like_cli_and_mcp(client: httpx.Client):
+    query = {"query": "change the theme colours", "top_k": 3}
+    default = client.post("/search", json=query)
+    assert default.status_code == 200, default.text
+    hybrid = client.post("/search/hybrid", json=query).json()
+    assert default.json()["mode"] == "hybrid"
+    assert [r["chunk_id"] for r in default.json()["results"]] == [r["chunk_id"] for r in hybrid["results"]]
+    keyword = client.post("/search", json={**query, "mode": "keyword"}).json()
+    assert keyword["mode"] == "keyword"
+    assert keyword["results"] == client.post("/search/keyword", json=query).json()["results"]
+    bad = client.post("/search", json={**query, "mode": "fuzzy"})
+    assert bad.status_code == 400 and error_code(bad) == "CONFIG_INVALID"
+
+
 def test_offset_pages_through_the_same_ranking(client: httpx.Client):
     first = client.post("/search/semantic", json={"query": "install", "top_k": 3}).json()["results"]
     second = client.post("/search/semantic", json={"query": "install", "top_k": 1, "offset": 1}).json()["results"]

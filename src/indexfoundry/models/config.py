@@ -343,9 +343,10 @@ class IndexConfig(Strict):
 
 # ---------------------------------------------------------------- serve
 ServeEndpoint = Literal[
-    "search_semantic", "search_hybrid", "search_keyword", "get_document", "get_chunk", "health", "stats"
+    "search", "search_semantic", "search_hybrid", "search_keyword", "get_document", "get_chunk", "health", "stats"
 ]
 ALL_SERVE_ENDPOINTS: tuple[ServeEndpoint, ...] = (
+    "search",
     "search_semantic",
     "search_hybrid",
     "search_keyword",

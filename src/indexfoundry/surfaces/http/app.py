@@ -275,6 +275,39 @@ def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastA
             tags=["search"],
         )(search)
 
+    if "search" in wanted:
+        ModeBody = create_model(  # the same body plus an optional mode: the one search endpoint to start with
+            "SearchAnyBody",
+            __base__=Body,
+            mode=(
+                SearchMode | None,
+                Field(
+                    default=None,
+                    description=(
+                        "hybrid (default when the run offers it): semantic and keyword fused; "
+                        "semantic: by meaning; keyword: BM25 term match"
+                    ),
+                ),
+            ),
+        )
+
+        def search_any(body: ModeBody, service: Service) -> SearchResponse:  # type: ignore[valid-type]
+            """Search the served run in ``mode`` (default: hybrid); best result first."""
+            data = body.model_dump(mode="json")  # type: ignore[attr-defined]
+            if "top_k" not in body.model_fields_set:  # type: ignore[attr-defined]
+                data["top_k"] = min(service.profile.retrieval_config.default_top_k, settings.max_top_k)
+            data["mode"] = data.get("mode") or service.default_mode
+            return service.search(SearchRequest.model_validate(data))
+
+        app.post(
+            f"{base}/search",
+            response_model=SearchResponse,
+            response_model_exclude_none=True,
+            responses=_ERROR_RESPONSES,
+            operation_id="search",
+            tags=["search"],
+        )(search_any)
+
     modes: tuple[SearchMode, ...] = ("semantic", "hybrid", "keyword")
     for mode in modes:
         if f"search_{mode}" in wanted:
