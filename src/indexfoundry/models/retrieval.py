@@ -71,6 +71,11 @@ class RetrievalConfig(Strict):
     hybrid_config: HybridConfig = Field(default_factory=HybridConfig)
     reranker: RerankerConfig = Field(default_factory=RerankerConfig)
 
+    @property
+    def default_mode(self) -> SearchMode:
+        """The mode of a request that names none: hybrid when offered (as everywhere), else the first."""
+        return "hybrid" if "hybrid" in self.search_modes or not self.search_modes else self.search_modes[0]
+
 
 class AllowedFilter(Strict):
     field: str = Field(description="Filterable metadata field (dotted chunk path)")

@@ -388,12 +388,6 @@ class SearchService:
             run_id=self.run_id,
         )
 
-    @property
-    def default_mode(self) -> SearchMode:
-        """The mode a request that names none gets: hybrid when the run offers it, else its first."""
-        modes = self.profile.retrieval_config.search_modes
-        return "hybrid" if "hybrid" in modes or not modes else modes[0]
-
     def check(self, request: SearchRequest) -> None:
         """Refuse a mode or filter the run's retrieval profile does not offer (``CONFIG_INVALID``)."""
         if request.mode not in self.profile.retrieval_config.search_modes:

@@ -291,13 +291,13 @@ def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastA
             ),
         )
 
-        def search_any(body: ModeBody, service: Service) -> SearchResponse:  # type: ignore[valid-type]
+        def search_any(body: ModeBody, run: Served) -> SearchResponse:
             """Search the served run in ``mode`` (default: hybrid); best result first."""
-            data = body.model_dump(mode="json")  # type: ignore[attr-defined]
-            if "top_k" not in body.model_fields_set:  # type: ignore[attr-defined]
-                data["top_k"] = min(service.profile.retrieval_config.default_top_k, settings.max_top_k)
-            data["mode"] = data.get("mode") or service.default_mode
-            return service.search(SearchRequest.model_validate(data))
+            data = body.model_dump(mode="json")
+            if "top_k" not in body.model_fields_set:
+                data["top_k"] = min(run.profile.retrieval_config.default_top_k, settings.max_top_k)
+            data["mode"] = data.get("mode") or run.profile.retrieval_config.default_mode
+            return run.search_request(SearchRequest.model_validate(data))
 
         app.post(
             f"{base}/search",
