@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 
 from indexfoundry import api
-from indexfoundry.models.config import PipelineConfig
 from indexfoundry.phases.index import open_run_store
-from indexfoundry.storage.atomic import iter_jsonl, read_json
+from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.manifest import load_manifest
+from indexfoundry.storage.manifest import load_manifest, load_run_config
 from tests.conftest import folder_config, write_tree
 from tests.fakes import RecordingEmbedder
 
@@ -115,7 +114,7 @@ def test_a_deleted_document_shows_as_removed_and_its_vectors_are_gone(hundred: P
     assert diff.phases["connect"].outputs_b == 99
 
     layout_b = RunLayout(runs_dir / second.run_id)
-    store = open_run_store(layout_b, PipelineConfig.model_validate(read_json(layout_b.config)))
+    store = open_run_store(layout_b, load_run_config(layout_b))
     stored = set(store.all_ids())
     assert stored == {c["chunk_id"] for c in iter_jsonl(layout_b.chunks)}
     assert not stored & gone_ids

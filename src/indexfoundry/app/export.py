@@ -22,9 +22,9 @@ from pydantic import Field
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.base import Strict
 from indexfoundry.models.records import ExtractedDocument
-from indexfoundry.storage.atomic import atomic_write_text, iter_jsonl, read_json
+from indexfoundry.storage.atomic import atomic_write_text, iter_jsonl
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.manifest import load_manifest
+from indexfoundry.storage.manifest import load_manifest, read_frozen_config
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -116,7 +116,7 @@ def export_llms_txt(layout: RunLayout, out_dir: Path | None = None, title: str |
         (ExtractedDocument.model_validate(row) for row in iter_jsonl(layout.documents)),
         key=lambda d: (d.uri, d.record_id or "", d.doc_id),
     )
-    config = read_json(layout.config)
+    config = read_frozen_config(layout)
     sources = [s.get("name") or s.get("url") or s.get("source") or "" for s in config["connect"]["sources"]]
     name = title or ", ".join(sorted({s for s in sources if s})) or "IndexFoundry index"
     taken: set[str] = set()

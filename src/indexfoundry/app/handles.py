@@ -112,8 +112,7 @@ class Run:
     @property
     def namespace(self) -> str | None:
         """The vector-store namespace the run was indexed into (None: the default)."""
-        found = self._search_service().vector_manifest.get("namespace")
-        return str(found) if found else None
+        return self._search_service().vector_manifest.namespace or None
 
     @property
     def token_counter(self) -> TokenCounter:

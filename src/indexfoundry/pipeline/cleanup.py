@@ -110,10 +110,9 @@ def _release_vectors(layout: RunLayout) -> None:
     if not layout.config.is_file():
         return
     from indexfoundry.backends.stores import release_run
-    from indexfoundry.models.config import PipelineConfig
-    from indexfoundry.storage.atomic import read_json
+    from indexfoundry.storage.manifest import load_run_config
 
-    config = PipelineConfig.model_validate(read_json(layout.config))
+    config = load_run_config(layout)
     release_run(config.index.vector_db, layout)
 
 

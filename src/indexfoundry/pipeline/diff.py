@@ -24,10 +24,10 @@ from pydantic import Field
 from indexfoundry.models.base import Strict
 from indexfoundry.models.manifests import TIMING_FIELDS, PhaseName
 from indexfoundry.models.records import DocumentChunk
-from indexfoundry.storage.atomic import iter_jsonl, read_json
+from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_text, short
 from indexfoundry.storage.layout import PHASES, RunLayout
-from indexfoundry.storage.manifest import load_manifest
+from indexfoundry.storage.manifest import load_manifest, read_frozen_config
 
 # Keys of the frozen config that are not content (the run id, the one-off --force).
 _IGNORED_CONFIG_KEYS = frozenset({"run_id", "force"})
@@ -256,7 +256,7 @@ def chunk_diff(layout_a: RunLayout, layout_b: RunLayout) -> tuple[list[DocumentC
 
 def run_diff(layout_a: RunLayout, layout_b: RunLayout, include_chunks: bool = False) -> RunDiffOutput:
     """Compare two runs (A is the older/base side)."""
-    config = config_changes(read_json(layout_a.config), read_json(layout_b.config))
+    config = config_changes(read_frozen_config(layout_a), read_frozen_config(layout_b))
     phases = _phase_diff(layout_a, layout_b)
     documents: list[DocumentChunkDiff] | None = None
     summary: ChunkDiffSummary | None = None

@@ -40,7 +40,7 @@ from indexfoundry.pipeline.inuse import in_use
 from indexfoundry.pipeline.locks import shared_store_lock
 from indexfoundry.pipeline.runs import becomes_latest
 from indexfoundry.pipeline.session import RunSession
-from indexfoundry.storage.atomic import atomic_write_json, remove_stale_temp_files
+from indexfoundry.storage.atomic import remove_stale_temp_files
 from indexfoundry.storage.clock import monotonic_ms, utc_now
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import PHASES, RunLayout
@@ -50,6 +50,7 @@ from indexfoundry.storage.manifest import (
     frozen_config,
     load_manifest,
     totals_of,
+    write_frozen_config,
 )
 
 
@@ -340,7 +341,7 @@ def execute(
         manifest = session.manifest
         frozen = frozen_config(config)
         if sha256_json(frozen) != manifest.config_hash:
-            atomic_write_json(layout.config, frozen)
+            write_frozen_config(layout, frozen)
             manifest.config_hash = sha256_json(frozen)
         ctx = PhaseContext(
             layout=layout,

@@ -30,7 +30,14 @@ from indexfoundry.storage.atomic import atomic_write_json
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.manifest import artifact_record, frozen_config, load_manifest, run_lock, totals_of
+from indexfoundry.storage.manifest import (
+    artifact_record,
+    frozen_config,
+    load_manifest,
+    run_lock,
+    totals_of,
+    write_frozen_config,
+)
 
 
 def _write(layout: RunLayout, manifest: RunManifest) -> None:
@@ -58,7 +65,7 @@ class RunSession:
         layout.create()
         frozen = frozen_config(config)
         with run_lock(layout):
-            atomic_write_json(layout.config, frozen)
+            write_frozen_config(layout, frozen)
             manifest = RunManifest(
                 run_id=layout.run_id,
                 created_at=utc_now(),

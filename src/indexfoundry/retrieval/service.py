@@ -29,6 +29,7 @@ from indexfoundry.backends.keyword.bm25 import KeywordIndex
 from indexfoundry.backends.rerank import Reranker, resolve_reranker
 from indexfoundry.backends.stores import CONTAINS_PROVIDERS, VectorStore
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
+from indexfoundry.models.artifacts import VectorManifest
 from indexfoundry.models.manifests import RunManifest
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import (
@@ -55,6 +56,7 @@ from indexfoundry.retrieval.budget import (
 )
 from indexfoundry.retrieval.expand import Expander
 from indexfoundry.retrieval.filters import check_filters, matches, needs_post_filter, store_where
+from indexfoundry.storage.artifacts import read_artifact
 from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.hashing import canonical_json
 from indexfoundry.storage.layout import RunLayout
@@ -160,9 +162,9 @@ class SearchService:
         # When the run read each source (the connect phase records it per uri in its manifest).
         self.fetched_at: dict[str, str] = dict(connect.details.get("fetched_at") or {}) if connect is not None else {}
         self.config = load_run_config(layout)
-        self.vector_manifest: dict[str, Any] = read_json(layout.vector_manifest)
-        self.model_id: str = self.vector_manifest["model_used"]
-        self.store_fields: set[str] = set(self.vector_manifest.get("metadata_schema", [])) - _LIST_FIELDS
+        self.vector_manifest: VectorManifest = read_artifact(layout.vector_manifest, VectorManifest)
+        self.model_id: str = self.vector_manifest.model_used
+        self.store_fields: set[str] = set(self.vector_manifest.metadata_schema) - _LIST_FIELDS
         self._embedder = embedder
         self._store: VectorStore | None = None
         self._keyword: KeywordIndex | None = None

@@ -82,19 +82,17 @@ def stats_view(service: SearchService, *, follows_latest: bool, reloads: int) ->
     index = _index(service)
     vm = service.vector_manifest
     rc = service.profile.retrieval_config
-    vectors = vm.get("vectors")
-    dimensions = vm.get("dimensions")
     return StatsView(
         run_id=service.run_id,
         run_status=service.manifest.status,
         indexed_at=service.indexed_at,
         documents=len(index.chunks),
         chunks=len(service.chunks),
-        vectors=vectors if isinstance(vectors, int) else None,
+        vectors=vm.vectors,
         model=service.model_id,
-        dimensions=dimensions if isinstance(dimensions, int) else None,
-        collection=vm.get("collection"),
-        namespace=vm.get("namespace"),
+        dimensions=vm.dimensions,
+        collection=vm.collection,
+        namespace=vm.namespace,
         search_modes=list(rc.search_modes),
         default_top_k=rc.default_top_k,
         allowed_filters=list(service.profile.allowed_filters),

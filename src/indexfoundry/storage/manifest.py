@@ -12,10 +12,12 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from indexfoundry.errors import ConfigInvalid, RunLocked
+from indexfoundry.models.artifacts import FrozenConfigFile
 from indexfoundry.models.base import SCHEMA_VERSION
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.manifests import ArtifactRecord, PhaseName, RunManifest, Totals
-from indexfoundry.storage.atomic import read_json
+from indexfoundry.storage.artifacts import check_schema_version
+from indexfoundry.storage.atomic import atomic_write_json, read_json
 from indexfoundry.storage.hashing import sha256_file
 from indexfoundry.storage.layout import RunLayout
 
@@ -23,12 +25,7 @@ from indexfoundry.storage.layout import RunLayout
 def load_manifest(layout: RunLayout) -> RunManifest:
     """Load ``manifest.json``; a newer schema version is refused with a clear error."""
     data = read_json(layout.manifest)
-    version = data.get("schema_version", 1) if isinstance(data, dict) else None
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise ConfigInvalid(
-            f"run {layout.run_id} was written by a newer IndexFoundry (manifest schema {version})",
-            suggestion="Upgrade IndexFoundry to read this run",
-        )
+    check_schema_version(data, SCHEMA_VERSION, f"the manifest of run {layout.run_id}")
     try:
         return RunManifest.model_validate(data)
     except ValidationError as exc:
@@ -109,6 +106,20 @@ def frozen_config(config: PipelineConfig) -> dict[str, Any]:
     return config.model_copy(update={"run_id": None, "force": False}).model_dump(mode="json", exclude={"execution"})
 
 
+def write_frozen_config(layout: RunLayout, frozen: dict[str, Any]) -> None:
+    """Write ``config.json``: the frozen config with its ``schema_version`` (the run's
+    ``config_hash`` stays the hash of ``frozen`` alone)."""
+    atomic_write_json(layout.config, {**frozen, "schema_version": FrozenConfigFile.SCHEMA_VERSION})
+
+
+def read_frozen_config(layout: RunLayout) -> dict[str, Any]:
+    """``config.json`` as written by ``frozen_config`` (a newer schema version is CONFIG_INVALID)."""
+    data = read_json(layout.config)
+    check_schema_version(data, FrozenConfigFile.SCHEMA_VERSION, f"config.json of run {layout.run_id}")
+    frozen: dict[str, Any] = {k: v for k, v in data.items() if k != "schema_version"}
+    return frozen
+
+
 def load_run_config(layout: RunLayout) -> PipelineConfig:
     """The frozen config of an existing run."""
-    return PipelineConfig.model_validate(read_json(layout.config))
+    return PipelineConfig.model_validate(read_frozen_config(layout))

@@ -17,11 +17,13 @@ from pydantic import Field
 
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
+from indexfoundry.models.artifacts import UpsertStats as UpsertStatsFile
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import IndexConfig, RetryConfig, VectorDbConfig
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
 from indexfoundry.pipeline.session import RunSession
-from indexfoundry.storage.atomic import atomic_write_json, iter_jsonl
+from indexfoundry.storage.artifacts import write_artifact
+from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
 
@@ -332,8 +334,8 @@ def index_upsert(
             store.close()
         duration = int((time.monotonic() - started) * 1000)
         manifest = vector_manifest(layout, vdb, embedded)
-        atomic_write_json(layout.upsert_stats, result)
-        atomic_write_json(layout.vector_manifest, manifest)
+        write_artifact(layout.upsert_stats, UpsertStatsFile.model_validate(result))
+        write_artifact(layout.vector_manifest, manifest)
         session.record_tool(
             IndexPhase(),
             "normalize",
@@ -347,11 +349,11 @@ def index_upsert(
         success=True,
         stats=UpsertStats(**result["stats"], duration_ms=duration),
         vector_manifest=VectorManifestOut(
-            collection=manifest["collection"],
-            namespace=manifest["namespace"],
-            model_used=manifest["model_used"],
-            dimensions=manifest["dimensions"],
-            metadata_schema=manifest["metadata_schema"],
+            collection=manifest.collection,
+            namespace=manifest.namespace,
+            model_used=manifest.model_used,
+            dimensions=manifest.dimensions,
+            metadata_schema=manifest.metadata_schema,
         ),
     )
 

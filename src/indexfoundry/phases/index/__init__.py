@@ -36,6 +36,7 @@ from indexfoundry.backends.stores import (
     publish,
 )
 from indexfoundry.errors import DbError, EmbedError, IndexFoundryError
+from indexfoundry.models.artifacts import UpsertStats, VectorManifest
 from indexfoundry.models.config import IndexConfig, PipelineConfig, VectorDbConfig
 from indexfoundry.models.manifests import PhaseManifest
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
@@ -47,7 +48,8 @@ from indexfoundry.phases.base import (
     package_version,
     upstream_artifact_hashes,
 )
-from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl
+from indexfoundry.storage.artifacts import write_artifact
+from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
 from indexfoundry.storage.hashing import sha256_file, sha256_json, sha256_text
 from indexfoundry.storage.layout import RunLayout, cache_dir
 
@@ -350,18 +352,18 @@ def upsert_chunks(
     }
 
 
-def vector_manifest(layout: RunLayout, vdb: VectorDbConfig, embedded: Embedded) -> dict[str, Any]:
+def vector_manifest(layout: RunLayout, vdb: VectorDbConfig, embedded: Embedded) -> VectorManifest:
     """``indexed/vector_manifest.json``: where the vectors are and what produced them."""
-    return {
-        "collection": vdb.collection,
-        "namespace": vdb.namespace,
-        "model_used": embedded.model_id,
-        "dimensions": embedded.dimensions,
-        "metadata_schema": list(metadata_fields(vdb)),
-        "store_text": vdb.store_text,
-        "store": describe_location(vdb, layout),
-        "vectors": len(embedded.chunks),
-    }
+    return VectorManifest(
+        collection=vdb.collection,
+        namespace=vdb.namespace,
+        model_used=embedded.model_id,
+        dimensions=embedded.dimensions,
+        metadata_schema=list(metadata_fields(vdb)),
+        store_text=vdb.store_text,
+        store=describe_location(vdb, layout),
+        vectors=len(embedded.chunks),
+    )
 
 
 class IndexPhase(Phase):
@@ -416,8 +418,8 @@ class IndexPhase(Phase):
         # a run resumed after dying between its upsert and its manifest writes the same file as a clean
         # run. What this attempt actually sent to the store goes to the phase manifest's stats.
         upsert["stats"] = changes_since(committed, embedded)
-        atomic_write_json(layout.upsert_stats, upsert)
-        atomic_write_json(layout.vector_manifest, vector_manifest(layout, config.vector_db, embedded))
+        write_artifact(layout.upsert_stats, UpsertStats.model_validate(upsert))
+        write_artifact(layout.vector_manifest, vector_manifest(layout, config.vector_db, embedded))
         from indexfoundry.backends.keyword.bm25 import build_keyword_index
 
         keyword_files = build_keyword_index(layout, ordered)  # BM25 for keyword/hybrid search
