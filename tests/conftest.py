@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.fakes import RecordingEmbedder
-from tests.integration.store_servers import pg_dsn, pg_server  # noqa: F401 - shared server fixtures
+from tests.integration.store_servers import pg_dsn, pg_server, weaviate_emulator  # noqa: F401 - shared server fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"

@@ -77,3 +77,18 @@ def pg_dsn(pg_server: PgServer) -> str:
         conn.execute(f"DROP DATABASE IF EXISTS {name}")
         conn.execute(f"CREATE DATABASE {name}")
     return pg_server.dsn(name)
+
+
+@pytest.fixture(scope="session")
+def weaviate_emulator() -> Iterator[Any]:
+    """One emulated Weaviate server (REST + gRPC on 127.0.0.1) for the session; tests use their
+    own collections. Skips where the client (extra 'weaviate') is not installed."""
+    pytest.importorskip("weaviate", reason="the weaviate client is not installed (extra 'weaviate')")
+    from tests.emulators.weaviate import WeaviateEmulator
+
+    emulator = WeaviateEmulator(api_key="wv-secret-canary")
+    emulator.start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()

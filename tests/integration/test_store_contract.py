@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import types
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -98,8 +99,8 @@ def _restart_chroma(server: ChromaServer) -> None:
     server.start()
 
 
-STORES = ["chroma", "chroma-server", "local", "qdrant", "milvus", "pgvector", "pinecone-emulator"]
-SERVERS = ["chroma-server", "pgvector", "pinecone-emulator"]
+STORES = ["chroma", "chroma-server", "local", "qdrant", "milvus", "pgvector", "pinecone-emulator", "weaviate-emulator"]
+SERVERS = ["chroma-server", "pgvector", "pinecone-emulator", "weaviate-emulator"]
 
 
 @pytest.fixture
@@ -137,6 +138,14 @@ def kit(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kit]:
             yield Kit(name, "pinecone", connection, root, stop=emulator.stop, start=emulator.start)
         finally:
             emulator.stop()
+    elif name == "weaviate-emulator":
+        weaviate = request.getfixturevalue("weaviate_emulator")
+        patch = request.getfixturevalue("monkeypatch")
+        patch.setenv("CONTRACT_WEAVIATE_KEY", weaviate.api_key)
+        # The client retries an unreachable gRPC server after 1+2+4+8 s: the same retries, no waits.
+        patch.setattr("weaviate.retry.time", types.SimpleNamespace(sleep=lambda seconds: None))
+        connection = {"url": weaviate.url, "grpc_url": weaviate.grpc_url, "api_key_env": "CONTRACT_WEAVIATE_KEY"}
+        yield Kit(name, "weaviate", connection, root, stop=weaviate.stop, start=weaviate.start)
     else:  # pragma: no cover - a new store must be added here
         raise AssertionError(name)
     from indexfoundry.backends.stores.milvus import close_lite_clients

@@ -33,9 +33,10 @@ STORE_EXTRAS: dict[str, tuple[str, str]] = {
     "milvus": ("pymilvus", "milvus"),
     "pgvector": ("psycopg", "pgvector"),
     "pinecone": ("pinecone", "pinecone"),
+    "weaviate": ("weaviate", "weaviate"),
 }
 # Providers the config accepts (the design lists them) that have no store yet.
-UNSUPPORTED_STORES = frozenset({"weaviate"})
+UNSUPPORTED_STORES: frozenset[str] = frozenset()
 
 
 def _installed(module: str) -> bool:
@@ -76,7 +77,7 @@ def store_problem(provider: str) -> str | None:
     if provider in UNSUPPORTED_STORES:
         return (
             f"index.vector_db.provider '{provider}' is not supported yet "
-            "(use chroma, local, qdrant, milvus, pgvector or pinecone)"
+            "(use chroma, local, qdrant, milvus, pgvector, pinecone or weaviate)"
         )
     needs = STORE_EXTRAS.get(provider)
     if needs is not None and not _installed(needs[0]):

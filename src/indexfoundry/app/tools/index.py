@@ -76,7 +76,7 @@ class UpsertConnection(Strict):
     collection: str = Field(description="Collection/index name")
     namespace: str | None = Field(default=None, description="Namespace within collection")
     path: str | None = Field(default=None, description="Folder of an embedded store (chroma, local, qdrant local mode)")
-    url: str | None = Field(default=None, description="Server URL (qdrant)")
+    url: str | None = Field(default=None, description="Server URL (qdrant; weaviate REST, its gRPC on port 50051)")
     uri: str | None = Field(default=None, description="Milvus Lite file or Milvus server URI")
     token_env: str | None = Field(default=None, description="Environment variable holding a Milvus token")
     dsn: str | None = Field(default=None, description="PostgreSQL connection string without a password (pgvector)")
@@ -301,11 +301,6 @@ def index_upsert(
     from indexfoundry.backends.stores import open_store, publish
     from indexfoundry.phases.index import IndexPhase, upsert_chunks, vector_manifest
 
-    if payload.provider == "weaviate":
-        raise ConfigInvalid(
-            f"vector store '{payload.provider}' is not supported yet",
-            suggestion="Use chroma, local, qdrant, milvus, pgvector or pinecone",
-        )
     conn = payload.connection.model_dump(exclude_none=True, exclude={"collection", "namespace"})
     vdb = VectorDbConfig(
         provider=payload.provider,

@@ -14,6 +14,9 @@ not have never matches it. Stores listed in ``CONTAINS_PROVIDERS`` also take ``$
 (substring of a string field; a present value of another type passes, for the caller to
 check), which the retrieval service then pushes down to them.
 
+``pinecone`` and ``weaviate`` (extras of the same names) are cloud/server stores through their
+official clients.
+
 ``pgvector`` (extra ``pgvector``) is a PostgreSQL server: each run writes its own table,
 ``prepare_publish`` builds its indexes once the run's vectors verify, and ``publish`` switches
 the collection's view to it when the run becomes ``latest`` (the runner's commit point, after
@@ -303,9 +306,13 @@ def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
         from indexfoundry.backends.stores.pinecone import PineconeStore
 
         return PineconeStore(config)
+    if config.provider == "weaviate":
+        from indexfoundry.backends.stores.weaviate import WeaviateStore
+
+        return WeaviateStore(config)
     raise ConfigInvalid(
         f"vector store '{config.provider}' is not supported",
-        suggestion="Use vector_db.provider: chroma, local, qdrant, milvus, pgvector or pinecone",
+        suggestion="Use vector_db.provider: chroma, local, qdrant, milvus, pgvector, pinecone or weaviate",
     )
 
 

@@ -1,0 +1,576 @@
+"""Weaviate through the official ``weaviate-client`` v4 (extra ``weaviate``): REST for the
+schema, gRPC for batch writes, queries, counts and deletes.
+
+Connection: ``{url}`` — the REST endpoint (``http://host:8080``, ``https://<cluster>.weaviate.cloud``)
+— and optionally ``grpc_url`` (default: the same host on port 50051, secure when ``url`` is
+https), ``api_key_env`` naming the variable holding an API key, ``timeout`` (s, default 30).
+The client is opened with ``skip_init_checks`` (its start-up check asks PyPI for the latest
+client version, which IndexFoundry never does); ``/v1/.well-known/ready`` is checked instead.
+
+Layout: one Weaviate collection per IndexFoundry collection and namespace
+(``If_<collection>_<namespace>_<hash>``, so namespaces never collide), vectors self-provided
+(vectorizer ``none``, HNSW, cosine), null state indexed. Objects have the uuid5 of the chunk id
+and the properties ``if_chunk_id`` and ``if_text`` (the chunk text when ``store_text``); each
+metadata key is a property per value type — ``m<t|i|n|b>_<encoded key>`` for text, int, number
+and boolean values, the key encoded reversibly into Weaviate's ``[_0-9a-z]`` names
+(``source.uri`` → ``mt_source_duri``) — declared before the first object that uses it, so a
+key may hold values of several types across chunks. The embedding model and dimensions are the
+collection's description.
+
+Filters go to Weaviate as its own filters (``$eq $ne $gt $gte $lt $lte $in $nin $and $or``;
+a missing field never matches, so ``$ne``/``$nin`` add "has a value": ``like('*')`` on text, a
+range every value meets on numbers); what cannot be sent exactly (ranges on text,
+``$contains``, boolean values: weaviate-client 4.15 under protobuf 7 cannot encode a boolean
+filter value) is left out of the pushed filter, which only loosens it, and every hit is
+re-checked with the shared rule (``stores.matches``), fetching more until ``top_k`` pass.
+
+Tested against a local emulator of Weaviate's REST and gRPC APIs
+(``tests/emulators/weaviate.py``), not a live Weaviate server.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import uuid as uuid_lib
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.stores import (
+    Compare,
+    Filter,
+    Logic,
+    Metadata,
+    StoreHit,
+    checked_query,
+    model_mismatch,
+    parse_where,
+    secret_env,
+)
+from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
+from indexfoundry.models.config import VectorDbConfig
+from indexfoundry.storage.hashing import sha256_text
+
+ID_PROPERTY = "if_chunk_id"
+TEXT_PROPERTY = "if_text"
+# Weaviate's QUERY_MAXIMUM_RESULTS default: no query or delete reaches further.
+MAX_RESULTS = 10_000
+# A uuid no chunk has (chunk uuids are uuid5): a filter that matches nothing.
+_NO_OBJECT = "00000000-0000-0000-0000-000000000000"
+_UUID_NAMESPACE = uuid_lib.UUID("6f1c7c1e-5d1a-4a59-9d6b-3f1f0e0c2a11")
+_SLUG = re.compile(r"[^a-z0-9]+")
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+# Value type tags of metadata properties: tag -> Weaviate data type.
+_TYPES = {"t": "text", "i": "int", "n": "number", "b": "boolean"}
+
+
+def collection_name(collection: str, namespace: str | None) -> str:
+    """The Weaviate collection of one IndexFoundry collection and namespace."""
+    readable = _SLUG.sub("_", collection.lower()).strip("_")[:40] or "x"
+    if namespace:
+        readable += "_" + (_SLUG.sub("_", namespace.lower()).strip("_")[:20] or "x")
+    return f"If_{readable}_{sha256_text(collection + chr(0) + (namespace or ''))[:8]}"
+
+
+def chunk_uuid(chunk_id: str) -> str:
+    return str(uuid_lib.uuid5(_UUID_NAMESPACE, chunk_id))
+
+
+def encode_key(key: str) -> str:
+    """A metadata key as the tail of a Weaviate property name, reversibly."""
+    out = []
+    for ch in key:
+        if ch in _PLAIN:
+            out.append(ch)
+        elif ch == ".":
+            out.append("_d")
+        elif ch == "_":
+            out.append("_u")
+        else:
+            out.append(f"_x{ord(ch):06x}")
+    return "".join(out)
+
+
+def decode_key(encoded: str) -> str:
+    out = []
+    i = 0
+    while i < len(encoded):
+        ch = encoded[i]
+        if ch != "_":
+            out.append(ch)
+            i += 1
+            continue
+        tag = encoded[i + 1]
+        if tag == "x":
+            out.append(chr(int(encoded[i + 2 : i + 8], 16)))
+            i += 8
+        else:
+            out.append("." if tag == "d" else "_")
+            i += 2
+    return "".join(out)
+
+
+def _tag(value: Any) -> str:
+    if isinstance(value, bool):
+        return "b"
+    if isinstance(value, int):
+        return "i"
+    if isinstance(value, float):
+        return "n"
+    return "t"
+
+
+def property_name(key: str, value: Any) -> str:
+    return f"m{_tag(value)}_{encode_key(key)}"
+
+
+def _metadata_of(properties: dict[str, Any]) -> Metadata:
+    out: Metadata = {}
+    for name, value in properties.items():
+        if len(name) > 3 and name[0] == "m" and name[1] in _TYPES and name[2] == "_" and value is not None:
+            out[decode_key(name[3:])] = value
+    return out
+
+
+def _transient(exc: BaseException) -> bool:
+    """A lost or refused connection, a timeout, 429/5xx: a rerun may pass."""
+    import grpc
+    import httpx
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        name = type(seen).__name__
+        if name in ("WeaviateRetryError", "WeaviateConnectionError", "WeaviateTimeoutError", "WeaviateStartUpError"):
+            return True
+        if isinstance(seen, httpx.TransportError | ConnectionError | TimeoutError):
+            return True
+        if (
+            isinstance(seen, grpc.RpcError)
+            and hasattr(seen, "code")
+            and seen.code()
+            in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        ):
+            return True
+        status = getattr(seen, "status_code", None)
+        if isinstance(status, int) and (status == 429 or status >= 500):
+            return True
+        message = str(seen)
+        if "StatusCode.UNAVAILABLE" in message or "failed to connect" in message.lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _db_error(action: str, exc: BaseException) -> DbError:
+    recoverable = _transient(exc)
+    message = " ".join(str(exc).split())
+    return DbError(
+        f"Weaviate {action} failed: {type(exc).__name__}: {message[:300]}",
+        recoverable=recoverable,
+        suggestion=(
+            "Check that the Weaviate server is reachable, then rerun the same run (--run-id) to resume it"
+            if recoverable
+            else "Check vector_db.connection (url, grpc_url, api_key_env) and the collection's schema"
+        ),
+    )
+
+
+def _endpoint(url: str, what: str) -> tuple[str, int, bool]:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigInvalid(
+            f"weaviate: vector_db.connection.{what} must be an http(s) URL, got '{url}'",
+            suggestion="Set connection: {url: 'http://localhost:8080'}",
+        )
+    secure = parsed.scheme == "https"
+    default = (443 if secure else 8080) if what == "url" else (443 if secure else 50051)
+    return parsed.hostname, parsed.port or default, secure
+
+
+class WeaviateStore:
+    """One IndexFoundry collection+namespace as one Weaviate collection."""
+
+    def __init__(self, config: VectorDbConfig) -> None:
+        try:
+            import weaviate
+            from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+        except ImportError:
+            raise missing_extra("weaviate-client", "weaviate", "the weaviate vector store") from None
+        conn = config.connection
+        if not conn.get("url"):
+            raise ConfigInvalid(
+                "weaviate needs vector_db.connection.url (the REST endpoint)",
+                suggestion="Set connection: {url: 'http://localhost:8080', grpc_url: 'http://localhost:50051'}",
+            )
+        http_host, http_port, http_secure = _endpoint(str(conn["url"]), "url")
+        if conn.get("grpc_url"):
+            grpc_host, grpc_port, grpc_secure = _endpoint(str(conn["grpc_url"]), "grpc_url")
+        else:
+            grpc_host, grpc_port, grpc_secure = http_host, 443 if http_secure else 50051, http_secure
+        api_key = secret_env(conn, "api_key_env", "weaviate")
+        self.config = config
+        self.collection = config.collection
+        self.name = collection_name(config.collection, config.namespace)
+        self._properties: dict[str, str] = {}
+        timeout = float(conn.get("timeout", 30))
+        try:
+            self.client: Any = weaviate.connect_to_custom(
+                http_host=http_host,
+                http_port=http_port,
+                http_secure=http_secure,
+                grpc_host=grpc_host,
+                grpc_port=grpc_port,
+                grpc_secure=grpc_secure,
+                auth_credentials=Auth.api_key(api_key) if api_key else None,
+                additional_config=AdditionalConfig(timeout=Timeout(init=timeout, query=timeout, insert=timeout * 3)),
+                # The client's own start-up checks ask PyPI for its latest version: never.
+                skip_init_checks=True,
+            )
+        except Exception as exc:
+            raise _db_error("connection", exc) from None
+        try:
+            ready = bool(self.client.is_ready())
+        except Exception as exc:
+            self.client.close()
+            raise _db_error("connection", exc) from None
+        if not ready:
+            self.client.close()
+            raise DbError(
+                f"Weaviate at {conn['url']} is not ready",
+                recoverable=True,
+                suggestion="Wait for the server to start, then rerun the same run (--run-id)",
+            )
+        self.handle: Any = self.client.collections.get(self.name)
+
+    # ------------------------------------------------------------ schema
+    def _load_schema(self) -> dict[str, Any] | None:
+        """The collection's description record, refreshing the known properties; None if absent."""
+        try:
+            if not self.client.collections.exists(self.name):
+                return None
+            config = self.handle.config.get(simple=True)
+        except Exception as exc:
+            raise _db_error("schema read", exc) from None
+        self._properties = {p.name: p.data_type.value for p in config.properties}
+        try:
+            record = json.loads(config.description or "{}").get("indexfoundry", {})
+        except ValueError:
+            record = {}
+        return record if isinstance(record, dict) else {}
+
+    def ensure_collection(self, model_id: str, dimensions: int, reset: bool = False) -> None:
+        from weaviate.classes.config import Configure, DataType, Property, Tokenization, VectorDistances
+
+        held = self._load_schema()
+        if held is not None and reset:
+            try:
+                self.client.collections.delete(self.name)
+            except Exception as exc:
+                raise _db_error("delete collection", exc) from None
+            held = None
+        if held is not None:
+            error = model_mismatch(
+                self.collection, held.get("embedding_model"), held.get("dimensions"), model_id, dimensions
+            )
+            if error is not None:
+                raise error
+            return
+        record = {
+            "indexfoundry": {"embedding_model": model_id, "dimensions": dimensions, "collection": self.collection}
+        }
+        try:
+            self.client.collections.create(
+                self.name,
+                description=json.dumps(record, sort_keys=True),
+                vectorizer_config=Configure.Vectorizer.none(),
+                vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE),
+                inverted_index_config=Configure.inverted_index(index_null_state=True),
+                properties=[
+                    Property(
+                        name=ID_PROPERTY,
+                        data_type=DataType.TEXT,
+                        tokenization=Tokenization.FIELD,
+                        index_searchable=False,
+                    ),
+                    Property(name=TEXT_PROPERTY, data_type=DataType.TEXT, index_filterable=False),
+                ],
+            )
+        except Exception as exc:
+            # Another writer of the run may have created it first: then it must hold the same model.
+            again = self._load_schema()
+            if again is None:
+                raise _db_error("create collection", exc) from None
+            error = model_mismatch(
+                self.collection, again.get("embedding_model"), again.get("dimensions"), model_id, dimensions
+            )
+            if error is not None:
+                raise error from None
+        self._load_schema()
+
+    def _require(self) -> None:
+        if self._load_schema() is None:
+            raise DbError(
+                f"collection '{self.collection}' does not exist in Weaviate ({self.name})",
+                suggestion="Run the index phase first",
+            )
+
+    def _declare(self, names: dict[str, str]) -> None:
+        """Add the metadata properties (name -> data type) the collection does not have yet."""
+        from weaviate.classes.config import DataType, Property, Tokenization
+
+        missing = {n: t for n, t in names.items() if n not in self._properties}
+        if not missing:
+            return
+        self._load_schema()  # another writer may have added them
+        for name, kind in sorted(missing.items()):
+            if name in self._properties:
+                continue
+            prop = (
+                Property(name=name, data_type=DataType.TEXT, tokenization=Tokenization.FIELD, index_searchable=False)
+                if kind == "text"
+                else Property(name=name, data_type=DataType(kind), index_range_filters=kind in ("int", "number"))
+            )
+            try:
+                self.handle.config.add_property(prop)
+            except Exception as exc:
+                self._load_schema()
+                if name not in self._properties:
+                    raise _db_error("add property", exc) from None
+            self._properties[name] = kind
+
+    # ------------------------------------------------------------ protocol
+    def existing(self, ids: list[str]) -> dict[str, Metadata]:
+        from weaviate.classes.query import Filter
+
+        if not ids or self._load_schema() is None:
+            return {}
+        out: dict[str, Metadata] = {}
+        try:
+            for start in range(0, len(ids), 100):
+                part = [chunk_uuid(i) for i in ids[start : start + 100]]
+                result = self.handle.query.fetch_objects(filters=Filter.by_id().contains_any(part), limit=len(part))
+                for obj in result.objects:
+                    out[str(obj.properties[ID_PROPERTY])] = _metadata_of(obj.properties)
+        except Exception as exc:
+            raise _db_error("fetch", exc) from None
+        return out
+
+    def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None:
+        from weaviate.classes.data import DataObject
+
+        matrix = np.asarray(vectors, dtype=np.float32)
+        declared: dict[str, str] = {}
+        objects = []
+        for i, cid in enumerate(ids):
+            props: dict[str, Any] = {ID_PROPERTY: cid}
+            if texts is not None:
+                props[TEXT_PROPERTY] = texts[i]
+            for key, value in metadatas[i].items():
+                name = property_name(key, value)
+                declared[name] = _TYPES[name[1]]
+                props[name] = value
+            objects.append(DataObject(properties=props, uuid=chunk_uuid(cid), vector=matrix[i].tolist()))
+        self._declare(declared)
+        try:
+            result = self.handle.data.insert_many(objects)
+        except Exception as exc:
+            raise _db_error("batch insert", exc) from None
+        if result.errors:
+            first = next(iter(result.errors.values()))
+            raise DbError(
+                f"Weaviate refused {len(result.errors)} of {len(objects)} objects: {first.message[:300]}",
+                suggestion="Check the collection's schema (vector dimensions, property types)",
+            )
+
+    def all_ids(self) -> list[str]:
+        self._require()
+        ids: list[str] = []
+        after: Any = None
+        try:
+            while True:
+                page = self.handle.query.fetch_objects(limit=1000, after=after, return_properties=[ID_PROPERTY])
+                ids.extend(str(obj.properties[ID_PROPERTY]) for obj in page.objects)
+                if len(page.objects) < 1000:
+                    break
+                after = page.objects[-1].uuid
+        except Exception as exc:
+            raise _db_error("list", exc) from None
+        return sorted(ids)
+
+    def delete(self, ids: list[str]) -> None:
+        from weaviate.classes.query import Filter
+
+        try:
+            for start in range(0, len(ids), 1000):
+                part = [chunk_uuid(i) for i in ids[start : start + 1000]]
+                self.handle.data.delete_many(where=Filter.by_id().contains_any(part))
+        except Exception as exc:
+            raise _db_error("delete", exc) from None
+
+    def count(self) -> int:
+        self._require()
+        try:
+            return int(self.handle.aggregate.over_all(total_count=True).total_count or 0)
+        except Exception as exc:
+            raise _db_error("count", exc) from None
+
+    def query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]:
+        from weaviate.classes.query import MetadataQuery
+
+        self._require()
+        flt = parse_where(where)
+        pushed = self._to_filter(flt)
+        q = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
+
+        def run(n: int) -> list[StoreHit]:
+            try:
+                result = self.handle.query.near_vector(
+                    near_vector=q, limit=n, filters=pushed, return_metadata=MetadataQuery(distance=True)
+                )
+            except Exception as exc:
+                raise _db_error("query", exc) from None
+            hits = []
+            for obj in result.objects:
+                props = dict(obj.properties)
+                distance = float(obj.metadata.distance or 0.0)
+                hits.append(
+                    StoreHit(
+                        id=str(props.get(ID_PROPERTY)),
+                        score=1.0 - distance,
+                        text=props.get(TEXT_PROPERTY),
+                        metadata=_metadata_of(props),
+                    )
+                )
+            return hits
+
+        return checked_query(run, min(top_k, MAX_RESULTS), flt, None, MAX_RESULTS)
+
+    def max_batch_size(self) -> int:
+        return 500
+
+    def close(self) -> None:
+        self.client.close()
+
+    # ------------------------------------------------------------ filters
+    def _typed(self, field: str) -> dict[str, str]:
+        """tag -> property name of ``field``'s properties the collection has."""
+        tail = encode_key(field)
+        return {tag: f"m{tag}_{tail}" for tag in _TYPES if f"m{tag}_{tail}" in self._properties}
+
+    def _to_filter(self, flt: Filter | None) -> Any:
+        """The Weaviate filter for ``flt``, or None when nothing is pushed (the hits are re-checked)."""
+        from weaviate.classes.query import Filter as W
+
+        if flt is None:
+            return None
+        if isinstance(flt, Logic):
+            parts = [self._to_filter(p) for p in flt.parts]
+            if flt.op == "$and":
+                kept = [p for p in parts if p is not None]
+                return None if not kept else kept[0] if len(kept) == 1 else W.all_of(kept)
+            if any(p is None for p in parts):
+                return None
+            return parts[0] if len(parts) == 1 else W.any_of(parts)
+        assert isinstance(flt, Compare)
+        never = W.by_id().equal(_NO_OBJECT)
+        typed = self._typed(flt.field)
+        op, value = flt.op, flt.value
+        if op == "$contains":
+            return None
+        if op in ("$eq", "$in"):
+            options = []
+            for v in value if op == "$in" else [value]:
+                for tag, name in typed.items():
+                    if tag == "b" and isinstance(v, bool):
+                        return None  # the client cannot send a boolean filter value: re-checked
+                    cond = _equal(name, tag, v)
+                    if cond is not None:
+                        options.append(cond)
+            return _any(options) or never
+        if op in ("$ne", "$nin"):
+            excluded = value if op == "$nin" else [value]
+            options = []
+            for tag, name in typed.items():
+                if tag == "b":
+                    return None
+                parts = [_present(name, tag)]
+                parts += [cond for v in excluded if (cond := _equal(name, tag, v, negate=True)) is not None]
+                options.append(parts[0] if len(parts) == 1 else W.all_of(parts))
+            return _any(options) or never
+        # Ranges: numbers against int and number properties; never a boolean; text is re-checked.
+        if isinstance(value, bool):
+            return never
+        if isinstance(value, str):
+            return None
+        options = [cond for tag, name in typed.items() if (cond := _range(name, tag, op, value)) is not None]
+        return _any(options) or never
+
+
+def _any(options: list[Any]) -> Any:
+    from weaviate.classes.query import Filter as W
+
+    if not options:
+        return None
+    return options[0] if len(options) == 1 else W.any_of(options)
+
+
+def _present(name: str, tag: str) -> Any:
+    """``name`` has a value. Not ``is_none(False)``: weaviate-client 4.15 under protobuf 7 cannot
+    send a boolean filter value (it also fills ``value_int``), so a condition every value meets."""
+    from weaviate.classes.query import Filter as W
+
+    prop = W.by_property(name)
+    if tag == "t":
+        return prop.like("*")
+    if tag == "i":
+        return prop.greater_or_equal(-(2**63))
+    return prop.greater_or_equal(-sys.float_info.max)
+
+
+def _equal(name: str, tag: str, value: Any, negate: bool = False) -> Any:
+    """``name == value`` (or ``!=``) when a property of type ``tag`` (not boolean: see ``_present``)
+    can hold ``value``, else None."""
+    from weaviate.classes.query import Filter as W
+
+    prop = W.by_property(name)
+    if tag == "b":
+        return None
+    if tag == "t":
+        if not isinstance(value, str):
+            return None
+        return prop.not_equal(value) if negate else prop.equal(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if tag == "i":
+        if isinstance(value, float) and not value.is_integer():
+            return None  # an int never equals it (and always differs from it)
+        operand: int | float = int(value)
+    else:
+        operand = float(value)
+    return prop.not_equal(operand) if negate else prop.equal(operand)
+
+
+def _range(name: str, tag: str, op: str, value: int | float) -> Any:
+    from weaviate.classes.query import Filter as W
+
+    if tag not in ("i", "n"):
+        return None
+    prop = W.by_property(name)
+    operand: int | float
+    if tag == "n":
+        operand = float(value)
+    elif op in ("$gt", "$lte"):
+        operand = math.floor(value)
+    else:
+        operand = math.ceil(value)
+    return {
+        "$gt": prop.greater_than,
+        "$gte": prop.greater_or_equal,
+        "$lt": prop.less_than,
+        "$lte": prop.less_or_equal,
+    }[op](operand)
