@@ -288,7 +288,15 @@ class WeaviateEmulator:
 
         if not self.grpc_port:
             self.grpc_port = _free_port()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        # The client's channel pings every 10 s even when idle; the server accepts that, as Weaviate does.
+        server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=8),
+            options=[
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5000),
+                ("grpc.http2.max_ping_strikes", 0),
+            ],
+        )
         weaviate_pb2_grpc.add_WeaviateServicer_to_server(Servicer(), server)
         checker = health.HealthServicer()
         checker.set("", health_pb2.HealthCheckResponse.SERVING)
