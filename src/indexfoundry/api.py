@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from indexfoundry.app.export import LlmsTxtOutput
-from indexfoundry.app.freshness import FreshnessReport
+from indexfoundry.app.freshness import FreshnessReport as FreshnessReport
 from indexfoundry.app.handles import Page as Page
 from indexfoundry.app.handles import PageSection as PageSection
 from indexfoundry.app.handles import Run as Run

@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 import anyio
+import pytest
 from typer.testing import CliRunner
 
 from indexfoundry import api
 from indexfoundry.surfaces.cli import app
 from tests.conftest import SAMPLE_DOCS, write_tree
 from tests.integration.connect_servers import body, serve_script
+from tests.integration.http_support import live_server
 from tests.integration.mcp_support import stdio_session, structured, texts
 
 PAGE_A = (
@@ -20,7 +22,9 @@ PAGE_A = (
 PAGE_B = b"<html><head><title>B</title></head><body><main><h1>Beta</h1><p>Beta page text here.</p></main></body></html>"
 
 
-def test_check_freshness_names_exactly_the_edited_file_and_the_url_whose_etag_changed(tmp_path: Path):
+def test_check_freshness_names_exactly_the_edited_file_and_the_url_whose_etag_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
     routes = {
         "/a.html": body(PAGE_A, "text/html", {"ETag": '"a1"'}),
@@ -72,6 +76,29 @@ def test_check_freshness_names_exactly_the_edited_file_and_the_url_whose_etag_ch
         }
         code = CliRunner().invoke(app, ["run", "check-fresh", out.run_id, "--runs-dir", str(runs), "--exit-code"])
         assert code.exit_code == 1
+        # the HTTP endpoint, behind the key like the search endpoints, says the same
+        monkeypatch.setenv("IF_FRESH_KEYS", "fresh-key-0123456789abcdef")
+        server_args = {"require_auth": True, "api_keys_env": "IF_FRESH_KEYS"}
+        with live_server(runs, out.run_id, **server_args) as server, server.client() as client:
+            refused = client.post("/freshness", json={})
+            assert refused.status_code == 401 and refused.json()["error"]["code"] == "AUTH_REQUIRED"
+            key = {"X-API-Key": "fresh-key-0123456789abcdef"}
+            answer = client.post("/freshness", json={}, headers=key)
+            assert answer.status_code == 200, answer.text
+            assert {c["uri"] for c in answer.json()["changed"]} == {
+                "docs/guide/theme.md",
+                "docs/index.md",
+                f"{site.base}/b.html",
+            }
+            only = client.post("/freshness", json={"uris": [f"{site.base}/b.html"]}, headers=key).json()
+            assert [(c["uri"], c["how"]) for c in only["changed"]] == [(f"{site.base}/b.html", "etag")]
+            share = client.post("/freshness", json={"sample": 0.4, "max_seconds": 5}, headers=key).json()
+            assert share["checked"] == 2 and share["sample"] == 0.4
+            assert share["changed"] == [c.model_dump(exclude_none=True) for c in sampled[0].changed]
+            bad = client.post("/freshness", json={"max_seconds": 600}, headers=key)
+            assert bad.status_code == 400 and bad.json()["error"]["code"] == "CONFIG_INVALID"
+            spec = client.get("/openapi.json", headers=key).json()
+            assert spec["paths"]["/api/v1/freshness"]["post"]["operationId"] == "check_freshness"
 
         async def main():
             async with stdio_session("--runs-dir", str(runs), cwd=tmp_path) as session:

@@ -27,6 +27,7 @@ def test_the_spec_is_valid_openapi_31_and_lists_every_endpoint(tmp_path: Path):
         "/api/v1/chunks/{chunk_id}",
         "/api/v1/health",
         "/api/v1/stats",
+        "/api/v1/freshness",
     }
 
 

@@ -343,7 +343,15 @@ class IndexConfig(Strict):
 
 # ---------------------------------------------------------------- serve
 ServeEndpoint = Literal[
-    "search", "search_semantic", "search_hybrid", "search_keyword", "get_document", "get_chunk", "health", "stats"
+    "search",
+    "search_semantic",
+    "search_hybrid",
+    "search_keyword",
+    "get_document",
+    "get_chunk",
+    "health",
+    "stats",
+    "check_freshness",
 ]
 ALL_SERVE_ENDPOINTS: tuple[ServeEndpoint, ...] = (
     "search",
@@ -354,6 +362,7 @@ ALL_SERVE_ENDPOINTS: tuple[ServeEndpoint, ...] = (
     "get_chunk",
     "health",
     "stats",
+    "check_freshness",
 )
 
 

@@ -25,6 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
 from indexfoundry import __version__, api
+from indexfoundry.api import FreshnessReport
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import AllowedFilter, SearchFilter, SearchMode, SearchRequest, SearchResponse
@@ -70,7 +71,15 @@ def _json_integer(value: Any) -> Any:
     return value
 
 
+def _json_number(value: Any) -> Any:
+    """JSON Schema's number: 3 and 0.5 yes; true and "0.5" no."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a number")
+    return value
+
+
 JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+JsonNumber = Annotated[float, BeforeValidator(_json_number)]
 Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
 Number = StrictInt | StrictFloat
 _VALUE_KINDS: tuple[tuple[frozenset[str], Any, str], ...] = (
@@ -148,6 +157,22 @@ def search_body_model(settings: HttpSettings) -> type[BaseModel]:
         **fields,
     )
     return model
+
+
+class FreshnessBody(BaseModel):
+    """Which sources to check, and how long the check may take."""
+
+    model_config = SearchRequest.model_config
+
+    uris: Annotated[list[Annotated[StrictStr, Field(min_length=1, max_length=2048)]], Field(max_length=200)] | None = (
+        Field(default=None, description="Only these sources (results' source.uri); default: every source of the run")
+    )
+    sample: Annotated[float, Field(gt=0, le=1), BeforeValidator(_json_number)] | None = Field(
+        default=None, description="Check this share of the sources (the same ones each time)"
+    )
+    max_seconds: JsonNumber = Field(
+        default=20, gt=0, le=60, description="Time limit; sources left unchecked set timed_out"
+    )
 
 
 class Guard:
@@ -379,6 +404,28 @@ def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastA
                 run_id=current.id if current is not None else None,
                 version=__version__,
                 auth_required=guard.auth_required(current),
+            )
+
+    if "check_freshness" in wanted:
+
+        @app.post(
+            f"{base}/freshness",
+            response_model=FreshnessReport,
+            response_model_exclude_none=True,
+            responses=_ERROR_RESPONSES,
+            operation_id="check_freshness",
+            tags=["service"],
+        )
+        def check_freshness(body: FreshnessBody, run: Served) -> FreshnessReport:
+            """Which sources of the served run changed since it read them: files by hash, URLs by a
+            conditional request (ETag / Last-Modified) through the run's SSRF-guarded fetcher, within
+            max_seconds, optionally on a deterministic sample."""
+            return api.check_freshness(
+                run.id,
+                runs_dir=run.runs_dir,
+                uris=body.uris,
+                sample=body.sample,
+                max_seconds=body.max_seconds,
             )
 
     page = _static_text("index.html").replace("{{BASE_PATH}}", html.escape(base, quote=True))
