@@ -163,3 +163,63 @@ def test_a_library_served_from_a_config_file_is_rebuilt_when_the_file_changes(tm
     assert structured(before)["pages"][0]["path"] == "widget-1.0/install.md"
     assert structured(after)["pages"][0]["path"] == "widget-1.0.1/install.md"
     assert structured(after)["run_id"] != structured(before)["run_id"]
+
+
+def _long_docs(root: Path, library: str) -> Path:
+    sections = "".join(
+        f"## Step {n}\n\n"
+        + f"The {library} installer step {n} checks the flux sprocket calibration. " * (3 + 4 * n)
+        + "\n\n"
+        for n in range(6)
+    )
+    return write_tree(root / f"{library}-long", {"install.md": f"# Installing {library}\n\n{sections}"})
+
+
+def test_library_search_pages_by_tokens_and_the_pages_join_into_the_whole_answer(tmp_path: Path, runs_dir: Path):
+    spec = tmp_path / "libraries.yaml"
+    runs = [api.pipeline_run(_config(_long_docs(tmp_path, name)), runs_dir=runs_dir).run_id for name in ("a", "b")]
+    spec.write_text(
+        "libraries:\n"
+        + "".join(f"  - {{name: {n}, version: '1.0', source: {r}}}\n" for n, r in zip("ab", runs, strict=True)),
+        encoding="utf-8",
+    )
+    server, _ = create_server(ServerOptions(runs_dir=runs_dir, libraries_file=spec, embedding_model="hash"))
+    query = {"query": "installer flux sprocket calibration step", "top_k": 12}
+
+    async def main() -> tuple[Any, list[Any], Any]:
+        async with Client(server) as client:
+            whole = await client.call_tool("search_docs", {**query, "max_tokens": 20_000})
+            pages, cursor = [], None
+            while len(pages) < 40:
+                page = await client.call_tool("search_docs", {**query, "max_tokens": 600, "cursor": cursor})
+                pages.append(page)
+                cursor = structured(page).get("next_cursor")
+                if cursor is None:
+                    break
+            again = await client.call_tool(
+                "search_docs", {**query, "max_tokens": 600, "cursor": structured(pages[0])["next_cursor"]}
+            )
+            other = await client.call_tool(
+                "search_docs", {**query, "top_k": 3, "cursor": structured(pages[0])["next_cursor"]}
+            )
+            return whole, pages, (again, other, pages[1])
+
+    whole, pages, (again, other, second) = anyio.run(main)
+    full = structured(whole)
+    assert full.get("next_cursor") is None and len(full["results"]) == 12
+    assert {r["library"] for r in full["results"]} == {"a", "b"}
+    assert 2 < len(pages) < 40
+    joined: dict[int, str] = {}
+    for page in pages:
+        answer = structured(page)
+        assert answer["tokens"] <= 600
+        for hit, block in zip(answer["results"], texts(page)[1:], strict=True):
+            assert block.startswith(f"[{hit['rank']}] {hit['library']}@1.0 · ")
+            joined[hit["rank"]] = joined.get(hit["rank"], "") + block.split("\n\n", 1)[1]
+    expected = {
+        hit["rank"]: block.split("\n\n", 1)[1] for hit, block in zip(full["results"], texts(whole)[1:], strict=True)
+    }
+    assert joined == expected
+    assert any(hit.get("text_range") for page in pages for hit in structured(page)["results"])  # a result in parts
+    assert texts(again) == texts(second)  # the same cursor gives the same page
+    assert error_code(other) == "CONFIG_INVALID"  # a cursor of another request

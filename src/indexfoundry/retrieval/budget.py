@@ -23,14 +23,15 @@ import binascii
 import json
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.storage.hashing import canonical_json, sha256_text
 
 CURSOR_VERSION = 1
+Item = TypeVar("Item")
 
 
 class TokenCounter(Protocol):
@@ -181,3 +182,48 @@ def fit_texts(text: str, start: int, budget: int | None, counter: TokenCounter) 
     end = len(text) if budget is None else cut_text(text, start, budget, counter)
     part = text[start:end]
     return part, (end if end < len(text) else None), counter.count(part)
+
+
+def page_items(
+    items: Sequence[Item],
+    at: tuple[int, int],
+    budget: int,
+    measure: Callable[[Item], int],
+    text_of: Callable[[Item], str],
+    part_of: Callable[[Item, int, int], Item],
+) -> tuple[list[Item], int, tuple[int, int] | None]:
+    """One page of ``items`` from position ``at`` (item index, character offset in its text).
+
+    Whole items as fit within ``budget`` (``measure`` gives an item's tokens); an item that alone
+    exceeds the budget comes as ``part_of(item, start, end)``, as much of its text as fits beside
+    its metadata, one part per page. Returns (page, tokens used, next position or None).
+    """
+    index, offset = at
+    if index > len(items) or (index == len(items) and offset):
+        raise ConfigInvalid("the cursor points past the answer", suggestion="Pass next_cursor unchanged")
+    used, page = 0, []
+    while index < len(items):
+        item = items[index]
+        if offset == 0:
+            tokens = measure(item)
+            if used + tokens <= budget:
+                page.append(item)
+                used += tokens
+                index += 1
+                continue
+            if page:  # the next page starts with this item
+                return page, used, (index, 0)
+        text = text_of(item)
+        room = budget - used
+
+        def fits(piece: str, item: Item = item, start: int = offset, room: int = room) -> bool:
+            return measure(part_of(item, start, start + len(piece))) <= room
+
+        end = cut_to_fit(text, offset, fits)
+        part = part_of(item, offset, end)
+        page.append(part)
+        used += measure(part)
+        if end < len(text):
+            return page, used, (index, end)
+        return page, used, ((index + 1, 0) if index + 1 < len(items) else None)
+    return page, used, None

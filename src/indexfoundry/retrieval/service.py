@@ -49,9 +49,9 @@ from indexfoundry.phases.serve import default_profile
 from indexfoundry.retrieval.budget import (
     TokenCounter,
     counter_for,
-    cut_to_fit,
     decode_cursor,
     encode_cursor,
+    page_items,
     request_key,
 )
 from indexfoundry.retrieval.expand import Expander
@@ -475,33 +475,10 @@ class SearchService:
             [f.model_dump(mode="json") for f in request.filters],
             request.expand,
         )
-        index, offset = decode_cursor(request.cursor, "search", self.run_id, key) if request.cursor else (0, 0)
-        if index > len(answer) or (index == len(answer) and offset):
-            raise ConfigInvalid("the cursor points past the answer", suggestion="Pass next_cursor unchanged")
-        used, page = 0, []
-        next_at: tuple[int, int] | None = None
+        at = decode_cursor(request.cursor, "search", self.run_id, key) if request.cursor else (0, 0)
         # Expanded over the whole answer: merging adjacent hits must not depend on the page.
         results = self._results(answer, request.expand)
-        while index < len(results):
-            result = results[index]
-            if offset == 0:
-                tokens = measure(result)
-                if used + tokens <= budget:
-                    page.append(result)
-                    used += tokens
-                    index += 1
-                    continue
-                if page:  # the next page starts with this result
-                    next_at = (index, 0)
-                    break
-            # Alone over the budget: as much of its text as fits beside its metadata.
-            text = result.text
-            end = cut_to_fit(text, offset, _part_fits(result, offset, budget - used, measure))
-            part = result.model_copy(update={"text": text[offset:end], "text_range": (offset, end)})
-            page.append(part)
-            used += measure(part)
-            next_at = (index, end) if end < len(text) else ((index + 1, 0) if index + 1 < len(results) else None)
-            break
+        page, used, next_at = page_items(results, at, budget, measure, _text_of, _part_of)
         response.results = page
         response.tokens = used
         response.token_counter = self.token_counter.name
@@ -520,26 +497,13 @@ class SearchService:
         return SCORE_MEANING[mode]
 
 
-def _part_fits(
-    result: SearchResult, start: int, room: int, measure: Callable[[SearchResult], int]
-) -> Callable[[str], bool]:
-    """Whether ``result`` with only ``piece`` of its text (from ``start``) costs at most ``room``."""
+def _text_of(result: SearchResult) -> str:
+    return result.text
 
-    def fits(piece: str) -> bool:
-        cut = result.model_copy(update={"text": piece, "text_range": (start, start + len(piece))})
-        return measure(cut) <= room
 
-    return fits
-
-    def score_meaning(self, mode: SearchMode) -> str:
-        """What a score means in ``mode`` for this run's fusion settings."""
-        hybrid = self.profile.retrieval_config.hybrid_config
-        if mode == "hybrid" and hybrid.fusion_method == "weighted_sum":
-            return (
-                f"weighted sum: {hybrid.alpha} x min-max normalised cosine + {1 - hybrid.alpha:.2f} x normalised "
-                "BM25 (0..1)"
-            )
-        return SCORE_MEANING[mode]
+def _part_of(result: SearchResult, start: int, end: int) -> SearchResult:
+    """``result`` with only ``text[start:end]``, saying which part it is (``text_range``)."""
+    return result.model_copy(update={"text": result.text[start:end], "text_range": (start, end)})
 
 
 def close_service(service: SearchService) -> None:

@@ -15,11 +15,21 @@ from pydantic import BaseModel, Field
 
 from indexfoundry.app.libraries import Library, LibraryRegistry
 from indexfoundry.models.base import Strict
-from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest
+from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResult
+from indexfoundry.retrieval.budget import (
+    CharCounter,
+    TokenCounter,
+    cursor_index,
+    decode_cursor,
+    encode_cursor,
+    page_items,
+    request_key,
+)
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
 from indexfoundry.surfaces.mcp.retrieval import (
     CURSOR_DESCRIPTION,
     PAGE_TOKENS,
+    SEARCH_TOKENS,
     TOKENS_DESCRIPTION,
     GetPageInput,
     GetSectionInput,
@@ -62,7 +72,8 @@ class LibrarySearchInput(Strict):
     top_k: int = Field(default=5, ge=1, le=50, description="Number of results")
     mode: SearchMode | None = Field(default=None, description="semantic, keyword or hybrid")
     filters: list[SearchFilter] = Field(default_factory=list, description="Metadata filters (ANDed)")
-    max_chars: int = Field(default=8000, ge=500, le=100_000, description="Budget for the result texts")
+    max_tokens: int = Field(default=SEARCH_TOKENS, ge=200, le=20_000, description=TOKENS_DESCRIPTION)
+    cursor: str | None = Field(default=None, max_length=1024, description=CURSOR_DESCRIPTION)
 
 
 class LibraryHit(Strict):
@@ -74,7 +85,7 @@ class LibraryHit(Strict):
     score: float = Field(description="Score, higher is better")
     chunk_id: str = Field(description="Chunk id")
     chars: int = Field(description="Characters of text included")
-    cut: bool = Field(default=False, description="Text shortened to fit the budget")
+    text_range: tuple[int, int] | None = Field(default=None, description="Part [start, end) of an over-budget text")
 
 
 class Searched(Strict):
@@ -89,7 +100,9 @@ class LibrarySearchOutput(Strict):
     searched: list[Searched] = Field(description="Library versions searched")
     results: list[LibraryHit] = Field(description="Results, best first")
     returned_chars: int = Field(description="Characters of chunk text in the answer")
-    omitted: int = Field(default=0, description="Results left out to stay within max_chars")
+    tokens: int = Field(description="Tokens returned")
+    next_cursor: str | None = Field(default=None, description="Pass as cursor for more")
+    warnings: list[str] = Field(default_factory=list, description="E.g. reranking skipped")
 
 
 class LibraryPageInput(Strict):
@@ -169,15 +182,25 @@ class LibraryTools:
         return ListLibrariesOutput(libraries=out)
 
     def search_docs(self, payload: LibrarySearchInput) -> TextAnswer:
-        """Search one library (or all), labelling each result with its library and version."""
+        """Search one library (or all), labelling each result with its library and version.
+
+        Results of every library searched are merged by score (ties: library label, then each
+        library's own order), cut to ``top_k``, then paged within ``max_tokens`` like docs mode's
+        ``search_docs``: whole results as fit, a result larger than the budget in parts, and a
+        ``next_cursor`` bound to the request and to the runs searched.
+        """
         if payload.library is not None:
             libraries = [self.registry.resolve(payload.library, payload.version)]
         else:
             libraries = self.registry.latest_each(payload.version)
         searched: list[Searched] = []
-        found: list[tuple[float, str, int, Library, Any]] = []
+        found: list[tuple[float, str, int, Library, SearchResult]] = []
+        warnings: list[str] = []
+        counter: TokenCounter = CharCounter()
         for lib in libraries:
             with self.retrieval.using(lib.run_id()) as run:
+                if len(libraries) == 1:
+                    counter = run.token_counter  # one run: its tokenizer; several: chars/4 for all
                 offered = run.profile.retrieval_config.search_modes
                 mode: SearchMode = (
                     payload.mode if payload.mode in offered else ("hybrid" if "hybrid" in offered else offered[0])
@@ -187,46 +210,82 @@ class LibraryTools:
             searched.append(
                 Searched(library=lib.name, version=lib.version, run_id=response.run_id, indexed_at=response.indexed_at)
             )
+            warnings.extend(f"{lib.label}: {w}" for w in response.warnings)
             for order, result in enumerate(response.results):
                 found.append((-result.score, lib.label, order, lib, result))
         found.sort(key=lambda item: item[:3])
-        hits: list[LibraryHit] = []
+        ranked = [(lib, result) for _, _, _, lib, result in found[: payload.top_k]]
         where = ", ".join(f"{s.library}@{s.version} (run {s.run_id}, indexed {s.indexed_at})" for s in searched)
-        texts = [f"Searched {where}: {min(len(found), payload.top_k)} result(s) for {payload.query!r}."]
-        budget = payload.max_chars
-        omitted = 0
-        for rank, (_, _, _, lib, result) in enumerate(found[: payload.top_k], start=1):
-            if budget < 200 and hits:
-                omitted += 1
-                continue
-            text = result.text
-            cut = len(text) > budget
-            if cut:
-                text = text[: max(budget - 1, 0)].rstrip() + "…"
-            budget -= len(text)
+        head = f"Searched {where}: {len(ranked)} result(s) for {payload.query!r}."
+
+        def hit(rank: int, item: tuple[Library, SearchResult]) -> tuple[LibraryHit, str]:
+            lib, result = item
             crumb = result.breadcrumb or result.metadata.heading_path or result.position.section
             path = result.source.uri + (f"#{result.source.record_id}" if result.source.record_id else "")
-            hits.append(
-                LibraryHit(
-                    rank=rank,
-                    library=lib.name,
-                    version=lib.version,
-                    path=path,
-                    breadcrumb=crumb,
-                    score=result.score,
-                    chunk_id=result.chunk_id,
-                    chars=len(text),
-                    cut=cut,
-                )
+            labelled = LibraryHit(
+                rank=rank,
+                library=lib.name,
+                version=lib.version,
+                path=path,
+                breadcrumb=crumb,
+                score=result.score,
+                chunk_id=result.chunk_id,
+                chars=len(result.text),
+                text_range=result.text_range,
             )
             place = f"{lib.label} · {path}" + (f" › {crumb}" if crumb else "")
-            texts.append(f"[{rank}] {place} (score {result.score:.3f})\n\n{text}")
+            return labelled, f"[{rank}] {place} (score {result.score:.3f})\n\n{result.text}"
+
+        def cost(item: tuple[Library, SearchResult]) -> int:
+            labelled, block = hit(999, item)  # the widest rank an answer numbers
+            return counter.count(block) + counter.count(labelled.model_dump_json(exclude_none=True))
+
+        def part_of(item: tuple[Library, SearchResult], start: int, end: int) -> tuple[Library, SearchResult]:
+            lib, result = item
+            return lib, result.model_copy(update={"text": result.text[start:end], "text_range": (start, end)})
+
+        skeleton = LibrarySearchOutput(
+            query=payload.query,
+            searched=searched,
+            results=[],
+            returned_chars=100_000,
+            tokens=100_000,
+            next_cursor="x" * 160,
+            warnings=warnings,
+        )
+        reserve = counter.count(head) + counter.count(skeleton.model_dump_json(exclude_none=True)) + 16
+        runs = request_key(*(s.run_id for s in searched))
+        key = request_key(
+            "library-search",
+            payload.query,
+            payload.library,
+            payload.version,
+            payload.top_k,
+            payload.mode,
+            [f.model_dump(mode="json") for f in payload.filters],
+        )
+        at = decode_cursor(payload.cursor, "library-search", runs, key) if payload.cursor else (0, 0)
+        page, _, next_at = page_items(
+            ranked, at, max(payload.max_tokens - reserve, 100), cost, lambda item: item[1].text, part_of
+        )
+        first = cursor_index(payload.cursor) + 1 if payload.cursor else 1
+        hits: list[LibraryHit] = []
+        texts = [head]
+        for rank, item in enumerate(page, start=first):
+            labelled, block = hit(rank, item)
+            hits.append(labelled)
+            texts.append(block)
         structured = LibrarySearchOutput(
             query=payload.query,
             searched=searched,
             results=hits,
             returned_chars=sum(h.chars for h in hits),
-            omitted=omitted,
+            tokens=0,
+            next_cursor=None if next_at is None else encode_cursor("library-search", runs, key, *next_at),
+            warnings=warnings,
+        )
+        structured.tokens = sum(counter.count(t) for t in texts) + counter.count(
+            structured.model_dump_json(exclude_none=True)
         )
         return TextAnswer(structured=structured, texts=texts)
 
