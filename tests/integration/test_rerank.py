@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -195,3 +196,59 @@ def test_eval_with_a_reranker_measures_the_reranked_order_and_fails_when_it_fail
     with pytest.raises(IndexFoundryError) as caught:
         invoke(*args, "--mode", "semantic", "--reranker", f"http:{server.url}")
     assert caught.value.code == "RERANK_ERROR"
+
+
+def test_a_reranker_in_the_run_profile_reranks_through_mcp_and_http_and_a_failure_is_a_warning_in_both(
+    tmp_path: Path, server: RerankServer
+):
+    """The run's config enables the reranker (a local server speaking the TEI rerank API); the MCP
+    server (official SDK client) and the HTTP API both answer reranked, carrying both scores; when
+    the reranker fails, both answer in retrieval order with the RERANK_ERROR warning."""
+    import anyio
+    from mcp.client import Client
+
+    from indexfoundry.surfaces.mcp import ServerOptions, create_server
+    from tests.integration.http_support import live_server
+    from tests.integration.mcp_support import structured, texts
+
+    reranker = {"enabled": True, "model": f"http:{server.url}", "top_k_to_rerank": 8, "max_retries": 0}
+    docs = write_tree(tmp_path / "docs", DOCS)
+    out = api.pipeline_run(folder_config(docs, serve={"retrieval": {"reranker": reranker}}), runs_dir=tmp_path / "runs")
+    assert out.status == "completed"
+    runs_dir = tmp_path / "runs"
+    query = {"query": QUERY, "top_k": 3, "mode": "hybrid"}
+
+    async def ask_mcp() -> Any:  # a new server each time: reranked lists are cached per service
+        mcp_server, _ = create_server(ServerOptions(runs_dir=runs_dir, run_id=out.run_id, embedding_model="hash"))
+        async with Client(mcp_server) as client:
+            return await client.call_tool("search_docs", query)
+
+    def ask_http() -> dict[str, Any]:
+        with live_server(runs_dir, out.run_id) as http, http.client() as client:
+            answer = client.post("/search/hybrid", json={"query": QUERY, "top_k": 3})
+            assert answer.status_code == 200, answer.text
+            return dict(answer.json())
+
+    unreranked = api.search_service(out.run_id, runs_dir=runs_dir)
+    unreranked.use_reranker(RerankerConfig())  # off: the retrieval order
+    plain = [r.chunk_id for r in unreranked.search(SearchRequest(query=QUERY, mode="hybrid", top_k=3)).results]
+    mcp, http = anyio.run(ask_mcp), ask_http()
+    hits, results = structured(mcp)["results"], http["results"]
+    assert [h["chunk_id"] for h in hits] == [r["chunk_id"] for r in results]
+    assert all(h["rerank_score"] is not None and h["score"] is not None for h in hits)
+    assert all(r["rerank_score"] is not None and r["score"] is not None for r in results)
+    assert http["reranker"] and not http.get("warnings") and not structured(mcp)["warnings"]
+    reranked = [r["rerank_score"] for r in results]
+    assert reranked == sorted(reranked, reverse=True)
+    assert reranked == [overlap(QUERY, r["text"]) for r in results]  # the rerank server's scores
+    assert [h["rerank_score"] for h in hits] == reranked
+    assert server.requests and all(len(r.body["texts"]) == 8 for r in server.requests)  # top_k_to_rerank
+    # The reranker fails (503 on every request): both answer in retrieval order, with the warning.
+    server.script = ["503"] * 20
+    mcp, http = anyio.run(ask_mcp), ask_http()
+    hits, results = structured(mcp)["results"], http["results"]
+    assert [h["chunk_id"] for h in hits] == [r["chunk_id"] for r in results] == plain
+    assert all(h.get("rerank_score") is None for h in hits) and all(r.get("rerank_score") is None for r in results)
+    for warnings in (structured(mcp)["warnings"], http["warnings"]):
+        assert len(warnings) == 1 and "RERANK_ERROR" in warnings[0]
+    assert len(texts(mcp)) == 4  # the header and three results: never an empty answer
