@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -157,3 +159,47 @@ def test_results_carry_the_fetch_time_and_in_docs_mode_say_when_their_file_chang
     flagged = {h.path for h in after.structured.results if h.changed}  # type: ignore[attr-defined]
     assert flagged == {"docs/guide/theme.md"}
     assert any("[changed since indexing]" in text for text in after.texts)
+
+
+def test_a_docs_mode_server_flags_a_hit_whose_file_changed_while_its_rebuild_is_under_way(tmp_path: Path):
+    """Through the docs-mode MCP server (official SDK client). A query after an edit normally waits
+    for nothing: while a rebuild holds the docs index (simulated by holding its build lock from
+    another thread, as the watcher's rebuild does), the previous run answers, and its hit from the
+    edited file says so. Once the rebuild may run, the next answer is from a fresh run, unflagged."""
+    from mcp.client import Client
+
+    from indexfoundry.surfaces.mcp import ServerOptions, create_server
+
+    docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
+    server, _ = create_server(ServerOptions(runs_dir=tmp_path / "runs", docs=docs, embedding_model="hash", watch=False))
+    index = server.retrieval.source  # the DocsIndex
+    query = {"query": "change the theme colours", "top_k": 3}
+    held, release = threading.Event(), threading.Event()
+
+    def rebuild_under_way() -> None:
+        with index._lock:
+            held.set()
+            release.wait(60)
+
+    async def main() -> tuple[Any, Any, Any]:
+        async with Client(server) as client:
+            before = await client.call_tool("search_docs", query)
+            (docs / "guide" / "theme.md").write_text("# Theme\n\nNow dark by default.\n", encoding="utf-8")
+            builder = threading.Thread(target=rebuild_under_way)
+            builder.start()
+            held.wait(10)
+            try:
+                during = await client.call_tool("search_docs", query)
+            finally:
+                release.set()
+                builder.join()
+            return before, during, await client.call_tool("search_docs", query)
+
+    before, during, after = anyio.run(main)
+    assert not any(hit.get("changed") for hit in structured(before)["results"])
+    assert structured(during)["run_id"] == structured(before)["run_id"]
+    flagged = [hit["path"] for hit in structured(during)["results"] if hit.get("changed")]
+    assert flagged == ["guide/theme.md"]
+    assert any("[changed since indexing]" in text for text in texts(during))
+    assert structured(after)["run_id"] != structured(before)["run_id"]
+    assert not any(hit.get("changed") for hit in structured(after)["results"])
