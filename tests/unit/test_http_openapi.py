@@ -20,6 +20,7 @@ def test_the_spec_is_valid_openapi_31_and_lists_every_endpoint(tmp_path: Path):
     validate(spec)
     assert spec["openapi"] == "3.1.0"
     assert set(spec["paths"]) == {
+        "/api/v1/search",
         "/api/v1/search/semantic",
         "/api/v1/search/hybrid",
         "/api/v1/search/keyword",
