@@ -15,9 +15,11 @@ import pytest
 
 from indexfoundry import api
 from indexfoundry.app.tools.index import verify_run
+from indexfoundry.backends.keyword.bm25 import KeywordIndex
 from indexfoundry.backends.stores.pgvector import PgVectorStore
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
+from indexfoundry.storage.layout import RunLayout
 from tests.conftest import folder_config, write_tree
 from tests.integration.test_index_stores import _docs, _index, _same_up_to_ties, _top10
 
@@ -153,6 +155,52 @@ def test_a_run_that_fails_after_its_index_phase_never_switches_the_published_vie
         assert set(reader.all_ids()) == _chunk_ids(runs_dir, failed.run_id)
     finally:
         reader.close()
+
+
+def test_keyword_mode_can_use_postgres_full_text_search_and_bm25_stays_the_default(tree, runs_dir: Path, pg_dsn: str):
+    import psycopg
+
+    from indexfoundry.models.retrieval import SearchFilter
+
+    vector_db = _pg(pg_dsn, connection={"dsn": pg_dsn, "full_text_search": True})
+    run_id = _index(tree, runs_dir, vector_db)
+    with psycopg.connect(pg_dsn) as conn:
+        indexes = [str(r[0]) for r in conn.execute("SELECT indexname FROM pg_indexes").fetchall()]
+    assert any(name.endswith("_fts") for name in indexes)
+    hits = api.search("restoring proxies", run_id, runs_dir=runs_dir, top_k=50, mode="keyword").results
+    assert hits and all(("restore" in h.text.lower()) or ("proxy" in h.text.lower()) for h in hits)
+    assert {h.source.uri.rsplit("/", 1)[-1] for h in hits} == {"backup.md", "deploy.md"}
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    with psycopg.connect(pg_dsn) as conn:
+        (table,) = conn.execute("SELECT table_name FROM indexfoundry_tables WHERE run_id = %s", (run_id,)).fetchone()
+        ranks = dict(
+            conn.execute(
+                f"SELECT id, ts_rank(to_tsvector('english', text), to_tsquery('english', 'restoring | proxies'), 1)"
+                f' FROM "{table}" WHERE id = ANY(%s)',
+                ([h.chunk_id for h in hits],),
+            ).fetchall()
+        )
+    assert [h.score for h in hits] == pytest.approx([ranks[h.chunk_id] for h in hits], abs=1e-5)  # ts_rank's
+    only = [SearchFilter(field="source.uri", op="eq", value=hits[0].source.uri)]
+    filtered = api.search("restoring proxies", run_id, runs_dir=runs_dir, top_k=50, mode="keyword", filters=only)
+    assert filtered.results and {h.source.uri for h in filtered.results} == {only[0].value}
+    assert api.search("zebra", run_id, runs_dir=runs_dir, mode="keyword").results == []
+    # Without the option the keyword leg is the run's BM25 index (its scores are not ts_rank's).
+    bm25_run = _index(tree, runs_dir, _pg(pg_dsn, collection="docs-bm25"))
+    bm25 = api.search("restoring proxies", bm25_run, runs_dir=runs_dir, top_k=50, mode="keyword").results
+    index = KeywordIndex.load(RunLayout.for_run(runs_dir, bm25_run))
+    expected = index.search("restoring proxies", 50)
+    assert [h.chunk_id for h in bm25] == [h.chunk_id for h in expected]
+    assert [h.score for h in bm25] == pytest.approx([h.score for h in expected], abs=1e-5)
+    # Both match the chunks holding either term (Snowball stems on both sides); only the ranking differs.
+    assert {h.chunk_id for h in bm25} == {h.chunk_id for h in hits}
+    with pytest.raises(IndexFoundryError) as refused:
+        api.validate_config(
+            folder_config(
+                tree(_docs()), index={"vector_db": {"provider": "chroma", "connection": {"full_text_search": True}}}
+            )
+        )
+    assert refused.value.code == "CONFIG_INVALID"
 
 
 def _tables(dsn: str) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 from indexfoundry.errors import ConfigInvalid
@@ -88,6 +89,24 @@ def store_problem(provider: str) -> str | None:
     return None
 
 
+def keyword_problem(config: PipelineConfig) -> str | None:
+    """Why ``connection.full_text_search`` (pgvector's PostgreSQL full-text keyword search) cannot work."""
+    vdb = config.index.vector_db
+    if not vdb.connection.get("full_text_search"):
+        return None
+    if vdb.provider != "pgvector":
+        return (
+            f"index.vector_db.connection.full_text_search needs provider pgvector, not '{vdb.provider}' "
+            "(the other stores search keywords with the run's BM25 index)"
+        )
+    if not vdb.store_text:
+        return "index.vector_db.connection.full_text_search searches the stored text: set store_text: true"
+    name = str(vdb.connection.get("text_search_config") or "english")
+    if not re.match(r"^[a-z_][a-z0-9_]*$", name):
+        return f"index.vector_db.connection.text_search_config '{name}' is not a text search configuration name"
+    return None
+
+
 def execution_problem(config: PipelineConfig) -> str | None:
     """Why ``execution`` cannot work here (the Ray extra missing), or None. Whether the cluster
     answers is checked when the executor connects, still before a run exists."""
@@ -123,6 +142,7 @@ def preflight(config: PipelineConfig) -> None:
     checks = (
         embedding_problem(config.index.embedding_model),
         store_problem(config.index.vector_db.provider),
+        keyword_problem(config),
         execution_problem(config),
     )
     for problem in checks:

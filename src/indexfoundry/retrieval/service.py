@@ -3,7 +3,8 @@
 Three modes over one run:
 
 - ``semantic``: the query's vector against the run's vector store (cosine similarity);
-- ``keyword``: BM25 over the run's keyword index (``indexed/bm25``);
+- ``keyword``: BM25 over the run's keyword index (``indexed/bm25``); or, as an option of the
+  pgvector store (``connection.full_text_search``), PostgreSQL full-text search in the store;
 - ``hybrid``: both candidate lists fused, by reciprocal rank fusion (``rrf``: the sum of
   ``1 / (rrf_k + rank)``) or by ``weighted_sum`` (``alpha`` × min-max normalised semantic
   score + (1 − ``alpha``) × min-max normalised BM25 score), as the retrieval profile says.
@@ -27,7 +28,7 @@ import numpy as np
 from indexfoundry.backends.embedding.providers import Embedder, embed_queries, resolve_embedder
 from indexfoundry.backends.keyword.bm25 import KeywordIndex
 from indexfoundry.backends.rerank import Reranker, resolve_reranker
-from indexfoundry.backends.stores import CONTAINS_PROVIDERS, VectorStore
+from indexfoundry.backends.stores import CONTAINS_PROVIDERS, VectorStore, keyword_in_store
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
 from indexfoundry.models.artifacts import VectorManifest
 from indexfoundry.models.manifests import RunManifest
@@ -276,9 +277,28 @@ class SearchService:
 
     def keyword(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
         """Up to ``k`` chunks by BM25 score (only chunks containing a query term), filters applied."""
+        if keyword_in_store(self.config.index.vector_db):
+            return self._store_keyword(query, k, filters)
         index = self.keyword_index
         mask = self._mask(index, filters) if filters else None
         return [(h.chunk_id, h.score) for h in index.search(query, k, mask) if self._keep(h.chunk_id, filters)]
+
+    def _store_keyword(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
+        """The keyword leg in the store's own full-text search (pgvector's option), filters pushed
+        where the store can and every hit checked with ``matches``, fetching more until ``k`` pass."""
+        total = len(self.chunks)
+        if total == 0 or k <= 0:
+            return []
+        contains = self.config.index.vector_db.provider in CONTAINS_PROVIDERS
+        where = store_where(filters, self.store_fields, contains)
+        fetch = min(total, k * 4 if needs_post_filter(filters, self.store_fields, contains) else k)
+        search = getattr(self.store, "keyword_search")  # noqa: B009 - only stores with full-text search get here
+        while True:
+            hits = search(query, fetch, where)
+            kept = [(h.id, h.score) for h in hits if self._keep(h.id, filters)]
+            if len(kept) >= k or len(hits) < fetch or fetch >= total:
+                return kept[:k]
+            fetch = min(total, fetch * 4)
 
     def hybrid(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
         """Semantic and keyword candidates fused as the profile's ``hybrid_config`` says."""

@@ -316,6 +316,12 @@ def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
     )
 
 
+def keyword_in_store(config: VectorDbConfig) -> bool:
+    """Whether the keyword leg of search runs in the store (pgvector's ``full_text_search``
+    option: PostgreSQL full-text search) instead of the run's BM25 index (the default)."""
+    return config.provider == "pgvector" and bool(config.connection.get("full_text_search"))
+
+
 # Providers that stage a run's writes and switch to them in ``publish`` (the others serve at once).
 PUBLISHING_PROVIDERS = frozenset({"pgvector"})
 

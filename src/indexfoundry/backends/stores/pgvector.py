@@ -28,6 +28,13 @@ writers (several workers of one run) share the run's table: creation is serialis
 advisory lock and rows are keyed by id (``INSERT ... ON CONFLICT``), so no id is ever stored
 twice.
 
+Keyword search (option): with ``connection.full_text_search: true`` the retrieval service's
+keyword leg (``keyword`` mode, and the keyword half of ``hybrid``) is PostgreSQL full-text
+search over the stored chunk text instead of the run's BM25 index (BM25 stays the default):
+``to_tsvector(<text_search_config>, text)`` (default ``english``) under a GIN expression index
+built with the run's other indexes, the query's lexemes OR-ed (any term matches, as in BM25),
+ranked by ``ts_rank`` normalised by document length, ties by id, the same SQL filters pushed.
+
 A store opened for a run reads that run's table while it exists (a run's search is the run's
 own index), and the published view otherwise. Filters are pushed into the SQL query: ``$eq
 $ne $gt $gte $lt $lte $in $nin $contains`` on metadata keys, ``$and``/``$or``; a missing key
@@ -60,6 +67,8 @@ from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.hashing import sha256_text
 
 REGISTRY = "indexfoundry_tables"
+# A text search configuration name (a regconfig such as english, simple, german).
+_TS_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
 # pgvector's HNSW index takes up to 2,000 dimensions of type vector; larger vectors are searched exactly.
 HNSW_MAX_DIMS = 2000
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -97,6 +106,22 @@ def _db_error(action: str, exc: Exception) -> DbError:
         ),
         details={"sqlstate": sqlstate} if sqlstate else {},
     )
+
+
+def full_text_search(conn: dict[str, Any]) -> bool:
+    """Whether ``connection`` turns PostgreSQL full-text search on for the keyword leg."""
+    return bool(conn.get("full_text_search"))
+
+
+def text_search_config(conn: dict[str, Any]) -> str:
+    """The text search configuration (``connection.text_search_config``, default english)."""
+    name = str(conn.get("text_search_config") or "english")
+    if not _TS_CONFIG.match(name):
+        raise ConfigInvalid(
+            f"pgvector: connection.text_search_config '{name}' is not a text search configuration name",
+            suggestion="Use one of PostgreSQL's configurations: english, simple, german, ... (\\dF in psql)",
+        )
+    return name
 
 
 def resolve_dsn(conn: dict[str, Any]) -> tuple[str, str | None]:
@@ -419,6 +444,37 @@ class PgVectorStore:
     def max_batch_size(self) -> int:
         return 1000
 
+    def _tsvector(self) -> Any:
+        """The indexed expression (a literal configuration, so the planner matches the index)."""
+        from psycopg import sql
+
+        return sql.SQL("to_tsvector({}::regconfig, coalesce(text, ''))").format(
+            sql.Literal(text_search_config(self.config.connection))
+        )
+
+    def keyword_search(self, query: str, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]:
+        """Full-text search: chunks whose text holds any of the query's lexemes, best ``ts_rank``
+        first (normalised by document length), ties by id; filters pushed as in ``query``."""
+        from psycopg import sql
+
+        if top_k <= 0:
+            return []
+        condition, params = to_sql(parse_where(where))
+        config = sql.Literal(text_search_config(self.config.connection))
+        vector = self._tsvector()
+        with self._tx("full-text search") as conn:
+            source = self._read_source(conn)
+            rows = conn.execute(
+                sql.SQL(
+                    "WITH q AS (SELECT to_tsquery('simple', coalesce(string_agg(quote_literal(lexeme), ' | '), ''))"
+                    " AS query FROM unnest(to_tsvector({config}, %s)) AS t(lexeme, positions, weights)) "
+                    "SELECT id, ts_rank({vector}, q.query, 1) AS score, text, metadata FROM {source}, q "
+                    "WHERE {vector} @@ q.query AND {condition} ORDER BY score DESC, id LIMIT %s"
+                ).format(config=config, vector=vector, source=self._ident(source), condition=condition),
+                [query, *params, top_k],
+            ).fetchall()
+        return [StoreHit(id=str(r[0]), score=float(r[1]), text=r[2], metadata=dict(r[3])) for r in rows]
+
     def _build_indexes(self, table: str) -> None:
         """HNSW (cosine) and GIN (metadata) indexes, built once over the full table: several times
         faster than growing them row by row during the upsert, and outside the switch, so readers
@@ -436,6 +492,12 @@ class PgVectorStore:
                     sql.Identifier(f"{table}_meta"), self._ident(table)
                 )
             )
+            if full_text_search(self.config.connection):
+                conn.execute(
+                    sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (({}))").format(
+                        sql.Identifier(f"{table}_fts"), self._ident(table), self._tsvector()
+                    )
+                )
             held = self._registered(conn, table)
             if held is not None and held[1] <= HNSW_MAX_DIMS:
                 conn.execute(
