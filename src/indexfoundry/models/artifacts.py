@@ -69,3 +69,69 @@ class FrozenConfigFile(VersionedArtifact):
     """
 
     ARTIFACT: ClassVar[str] = "config.json"
+
+
+class ToolBookkeeping(VersionedArtifact):
+    """What a step-by-step tool adds to a report so an identical second call is skipped."""
+
+    tool_key: str | None = Field(default=None, description="Hash of the tool call that wrote the file")
+    input_sha256: str | None = Field(default=None, description="SHA-256 of the file the tool read")
+    output_sha256: str | None = Field(default=None, description="SHA-256 of the file the tool wrote")
+
+
+class ExtractionReport(VersionedArtifact):
+    """``extracted/extraction_report.json``: what the extract phase (or its tools) did."""
+
+    ARTIFACT: ClassVar[str] = "extraction_report.json"
+
+    extractor_versions: dict[str, str] = Field(default_factory=dict, description="Extractor library versions")
+    pdf_mode: str | None = Field(default=None, description="PDF extraction mode")
+    documents_extracted: int | None = Field(default=None, description="Documents written")
+    documents_by_format: dict[str, int] | None = Field(default=None, description="Documents per format")
+    files_failed: int | None = Field(default=None, description="Raw files that failed")
+    failures: list[dict[str, Any]] | None = Field(default=None, description="Each failure: uri, code, message")
+    files_skipped: list[dict[str, Any]] | None = Field(default=None, description="Raw files skipped, and why")
+    chars_extracted: int | None = Field(default=None, description="Characters extracted")
+    pdf: dict[str, Any] | None = Field(default=None, description="PDF figures (pages, OCR)")
+    warnings: list[str] | None = Field(default=None, description="Warnings, 'uri: message'")
+    tool_runs: dict[str, dict[str, Any]] | None = Field(
+        default=None, description="Extract tools' calls by raw uri (key, files, result), for skipping"
+    )
+
+
+class ChunkStatsReport(ToolBookkeeping):
+    """``normalized/chunk_stats.json``: chunk counts and sizes, and the chunker settings."""
+
+    ARTIFACT: ClassVar[str] = "chunk_stats.json"
+
+    stats: dict[str, Any] = Field(description="Chunk figures (counts, sizes, model window)")
+    chunker_config: dict[str, Any] = Field(description="Chunker settings used")
+
+
+class DedupeReport(ToolBookkeeping):
+    """``normalized/dedupe_report.json``: every removed chunk and the chunk it duplicated."""
+
+    ARTIFACT: ClassVar[str] = "dedupe_report.json"
+
+    method: str | None = Field(default=None, description="exact, minhash or embedding (None: dedupe off)")
+    scope: str | None = Field(default=None, description="global or per document")
+    similarity_threshold: float | None = Field(default=None, description="Near-duplicate threshold")
+    stats: dict[str, int] = Field(description="input_chunks, output_chunks, duplicates_removed, duplicate_groups")
+    removed: list[dict[str, Any]] = Field(default_factory=list, description="Removed chunks")
+    groups: list[dict[str, Any]] = Field(default_factory=list, description="Kept chunk and its removed duplicates")
+
+
+class EnrichmentReport(ToolBookkeeping):
+    """``normalized/enrichment_report.json``: what metadata enrichment added."""
+
+    ARTIFACT: ClassVar[str] = "enrichment_report.json"
+
+    rules: dict[str, Any] = Field(default_factory=dict, description="Enrichment rules applied")
+    detect_language: bool = Field(default=False, description="Whether languages were detected")
+    language_detector: str | None = Field(default=None, description="Language detector used")
+    chunks: int = Field(description="Chunks read")
+    chunks_enriched: int = Field(description="Chunks whose metadata changed")
+    languages: dict[str, int] = Field(default_factory=dict, description="Chunks per detected language")
+    tags: dict[str, int] = Field(default_factory=dict, description="Chunks per tag")
+    sections: dict[str, int] = Field(default_factory=dict, description="Chunks per matched section rule")
+    dates_found: int = Field(default=0, description="Dates found")

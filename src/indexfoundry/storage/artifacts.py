@@ -54,6 +54,12 @@ def write_artifact(path: Path, artifact: VersionedArtifact) -> None:
     atomic_write_json(path, artifact_data(artifact))
 
 
+def read_artifact_data(path: Path, model: type[A]) -> dict[str, Any]:
+    """``read_artifact`` as the JSON object that was written (fields never written stay out)."""
+    data: dict[str, Any] = read_artifact(path, model).model_dump(mode="json", exclude_unset=True)
+    return data
+
+
 def read_artifact(path: Path, model: type[A], what: str | None = None) -> A:
     """Read ``path`` as ``model``: a newer schema version or an invalid file is CONFIG_INVALID."""
     data = read_json(path)

@@ -22,12 +22,14 @@ from pydantic import Field
 from indexfoundry import __version__
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
+from indexfoundry.models.artifacts import ExtractionReport
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.records import ExtractedDocument, RawRecord
 from indexfoundry.phases.extract import ExtractedText, ExtractOptions, ExtractPhase, FormatHint
 from indexfoundry.pipeline.session import RunSession
-from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json, sync_filesystem
+from indexfoundry.storage.artifacts import read_artifact, read_artifact_data, write_artifact
+from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl, sync_filesystem
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
 
@@ -248,8 +250,8 @@ def _previous_run(layout: RunLayout, raw: RawRecord, key: str) -> dict[str, Any]
     """The stored result of an identical earlier call whose files are unchanged, if any."""
     if not layout.extraction_report.is_file():
         return None
-    report = read_json(layout.extraction_report)
-    entry = (report.get("tool_runs") or {}).get(raw.uri) if isinstance(report, dict) else None
+    report = read_artifact(layout.extraction_report, ExtractionReport)
+    entry = (report.tool_runs or {}).get(raw.uri)
     if not isinstance(entry, dict) or entry.get("key") != key:
         return None
     for rel, digest in (entry.get("files") or {}).items():
@@ -284,14 +286,13 @@ def _finish(
     layout = session.layout
     report: dict[str, Any] = {}
     if layout.extraction_report.is_file():
-        loaded = read_json(layout.extraction_report)
-        report = loaded if isinstance(loaded, dict) else {}
+        report = read_artifact_data(layout.extraction_report, ExtractionReport)
     files = {p.relative_to(layout.root).as_posix(): sha256_file(p) for p in sorted(written)}
     runs = dict(report.get("tool_runs") or {})
     runs[raw.uri] = {"tool": tool_name, "key": key, "files": files, "result": result}
     report["tool_runs"] = dict(sorted(runs.items()))
     report.setdefault("extractor_versions", ExtractPhase().tool_versions())
-    atomic_write_json(layout.extraction_report, report)
+    write_artifact(layout.extraction_report, ExtractionReport.model_validate(report))
     doc_count = sum(1 for _ in iter_jsonl(layout.documents))
     session.record_tool(
         ExtractPhase(),

@@ -16,11 +16,13 @@ from pydantic import Field
 
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
+from indexfoundry.models.artifacts import ChunkStatsReport, DedupeReport, EnrichmentReport, VersionedArtifact
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import ChunkStrategy, DedupeOptions, EnrichRules, ExtractConfig, NormalizeConfig
 from indexfoundry.models.records import DocumentChunk, ExtractedDocument
 from indexfoundry.pipeline.session import RunSession
-from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl, read_json
+from indexfoundry.storage.artifacts import read_artifact_data, write_artifact
+from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
 
@@ -154,11 +156,8 @@ def _read_chunks(path: Path) -> list[DocumentChunk]:
     return [DocumentChunk.model_validate(row) for row in iter_jsonl(path)]
 
 
-def _previous(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    data = read_json(path)
-    return data if isinstance(data, dict) else {}
+def _previous(path: Path, model: type[VersionedArtifact]) -> dict[str, Any]:
+    return read_artifact_data(path, model) if path.is_file() else {}
 
 
 def _record(session: RunSession, tool_name: str, key: str, written: list[Path], chunk_count: int) -> None:
@@ -229,7 +228,7 @@ def normalize_chunk(payload: NormalizeChunkInput, runs_dir: str | Path | None = 
     with RunSession.open(layout) as session:
         documents = _select_documents(layout, payload.input_paths)
         key = sha256_json({"config": settings["config_hash"], "inputs": [[d.doc_id, d.text_sha256] for d in documents]})
-        previous = _previous(layout.chunk_stats)
+        previous = _previous(layout.chunk_stats, ChunkStatsReport)
         if (
             not payload.force
             and previous.get("tool_key") == key
@@ -254,9 +253,11 @@ def normalize_chunk(payload: NormalizeChunkInput, runs_dir: str | Path | None = 
         stats = chunk_stats(result.documents, result.chunks, config, result.hard_cuts)
         layout.normalized_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_jsonl(layout.chunks, result.chunks)
-        atomic_write_json(
+        write_artifact(
             layout.chunk_stats,
-            {"stats": stats, "chunker_config": settings, "tool_key": key, "output_sha256": sha256_file(layout.chunks)},
+            ChunkStatsReport(
+                stats=stats, chunker_config=settings, tool_key=key, output_sha256=sha256_file(layout.chunks)
+            ),
         )
         _record(session, "indexfoundry_normalize_chunk", key, [layout.chunks, layout.chunk_stats], len(result.chunks))
     return NormalizeChunkOutput(
@@ -289,7 +290,7 @@ def normalize_enrich(
     with RunSession.open(layout) as session:
         path = _chunks_file(layout, payload.chunks_path)
         key = sha256_json({"rules": payload.rules.model_dump(mode="json"), "chunks_path": payload.chunks_path})
-        previous = _previous(layout.enrichment_report)
+        previous = _previous(layout.enrichment_report, EnrichmentReport)
         if not payload.force and previous.get("tool_key") == key and previous.get("output_sha256") == sha256_file(path):
             return NormalizeEnrichOutput(
                 success=True,
@@ -302,7 +303,7 @@ def normalize_enrich(
         chunks, report = enrich_chunks(_read_chunks(path), payload.rules)
         atomic_write_jsonl(path, chunks)
         report.update({"tool_key": key, "input_sha256": input_sha, "output_sha256": sha256_file(path)})
-        atomic_write_json(layout.enrichment_report, report)
+        write_artifact(layout.enrichment_report, EnrichmentReport.model_validate(report))
         _record(session, "indexfoundry_normalize_enrich", key, [path, layout.enrichment_report], len(chunks))
     return NormalizeEnrichOutput(
         success=True,
@@ -343,7 +344,7 @@ def normalize_dedupe(payload: NormalizeDedupeInput, runs_dir: str | Path | None 
     with RunSession.open(layout) as session:
         path = _chunks_file(layout, payload.chunks_path)
         key = sha256_json({"options": options.model_dump(mode="json"), "chunks_path": payload.chunks_path})
-        previous = _previous(layout.dedupe_report)
+        previous = _previous(layout.dedupe_report, DedupeReport)
         if not payload.force and previous.get("tool_key") == key and previous.get("output_sha256") == sha256_file(path):
             return DedupeOutput(
                 success=True,
@@ -356,7 +357,7 @@ def normalize_dedupe(payload: NormalizeDedupeInput, runs_dir: str | Path | None 
         kept, report = dedupe_chunks(_read_chunks(path), options)
         atomic_write_jsonl(path, kept)
         report.update({"tool_key": key, "input_sha256": input_sha, "output_sha256": sha256_file(path)})
-        atomic_write_json(layout.dedupe_report, report)
+        write_artifact(layout.dedupe_report, DedupeReport.model_validate(report))
         _record(session, "indexfoundry_normalize_dedupe", key, [path, layout.dedupe_report], len(kept))
     return DedupeOutput(
         success=True,

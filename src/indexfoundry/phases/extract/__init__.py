@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from indexfoundry.errors import EmptyContent
+from indexfoundry.models.artifacts import ExtractionReport
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.records import DocFormat, ExtractedDocument, Heading, PageExtraction, RawRecord
 from indexfoundry.phases.base import (
@@ -25,8 +26,8 @@ from indexfoundry.phases.base import (
     upstream_artifact_hashes,
 )
 from indexfoundry.phases.extract.reuse import reuse_extracted, reuse_source
+from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import (
-    atomic_write_json,
     atomic_write_jsonl,
     atomic_write_text,
     iter_jsonl,
@@ -214,7 +215,7 @@ class ExtractPhase(Phase):
             "pdf": pdf_stats,
             "warnings": sorted(warnings),
         }
-        atomic_write_json(layout.extraction_report, report)
+        write_artifact(layout.extraction_report, ExtractionReport.model_validate(report))
         _prune(layout, written | {layout.documents, layout.extraction_report})
         return PhaseOutcome(
             artifacts=[*sorted(written), layout.documents, layout.extraction_report],

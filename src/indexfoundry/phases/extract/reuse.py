@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from indexfoundry.models.artifacts import ExtractionReport
 from indexfoundry.models.manifests import PhaseManifest, PhaseResult
 from indexfoundry.models.records import ExtractedDocument, RawRecord
-from indexfoundry.storage.atomic import atomic_write_bytes, iter_jsonl, read_json
+from indexfoundry.storage.artifacts import read_artifact
+from indexfoundry.storage.atomic import atomic_write_bytes, iter_jsonl
 from indexfoundry.storage.hashing import sha256_bytes, sha256_json
 from indexfoundry.storage.layout import RunLayout
 
@@ -80,8 +82,8 @@ def _build_extract_index(
         if raw is None or raw.sha256 != doc.content_hash or doc.uri in failed_uris:
             continue
         index.documents.setdefault(_raw_key(raw), []).append(doc)
-    report = read_json(base.extraction_report)
-    for warning in report.get("warnings", []):
+    report = read_artifact(base.extraction_report, ExtractionReport)
+    for warning in report.warnings or []:
         for uri in raws:
             if warning.startswith(f"{uri}: "):
                 index.warnings.setdefault(_raw_key(raws[uri]), []).append(warning)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.artifacts import ChunkStatsReport, DedupeReport, EnrichmentReport
 from indexfoundry.models.config import DedupeOptions, NormalizeConfig, PipelineConfig
 from indexfoundry.models.records import ExtractedDocument
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version, upstream_artifact_hashes
@@ -25,7 +26,8 @@ from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
 from indexfoundry.phases.normalize.dedupe import dedupe_chunks, no_dedupe_report
 from indexfoundry.phases.normalize.enrich import effective_rules, enrich_chunks
 from indexfoundry.phases.normalize.window import token_window, window_stats
-from indexfoundry.storage.atomic import atomic_write_json, atomic_write_jsonl, iter_jsonl
+from indexfoundry.storage.artifacts import write_artifact
+from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
 
 __all__ = ["NormalizePhase", "Span", "build_chunks", "chunk_spans", "chunker_config", "dedupe_options"]
 
@@ -102,9 +104,9 @@ class NormalizePhase(Phase):
                 f"{window.max_tokens if window else '?'}-token window; their tails are not embedded"
             )
         atomic_write_jsonl(layout.chunks, chunks)
-        atomic_write_json(layout.chunk_stats, {"stats": stats, "chunker_config": chunker_config(config)})
-        atomic_write_json(layout.dedupe_report, report)
-        atomic_write_json(layout.enrichment_report, enrichment)
+        write_artifact(layout.chunk_stats, ChunkStatsReport(stats=stats, chunker_config=chunker_config(config)))
+        write_artifact(layout.dedupe_report, DedupeReport.model_validate(report))
+        write_artifact(layout.enrichment_report, EnrichmentReport.model_validate(enrichment))
         return PhaseOutcome(
             artifacts=[layout.chunks, layout.chunk_stats, layout.dedupe_report, layout.enrichment_report],
             output_count=len(chunks),
