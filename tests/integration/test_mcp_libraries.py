@@ -4,6 +4,7 @@ with the official SDK client."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,12 @@ import anyio
 from mcp.client import Client
 
 from indexfoundry import api
+from indexfoundry.app.libraries import LibraryRegistry, parse_library_flag
+from indexfoundry.storage.atomic import read_json
+from indexfoundry.storage.layout import RunLayout, is_run_id
 from indexfoundry.surfaces.mcp import ServerOptions, create_server
 from tests.conftest import write_tree
+from tests.integration.connect_servers import send, serve_script
 from tests.integration.mcp_support import error_code, server_env, stdio_session, structured, texts
 
 TOOLS = {"list_libraries", "search_docs", "get_page", "get_section", "list_pages"}
@@ -223,3 +228,97 @@ def test_library_search_pages_by_tokens_and_the_pages_join_into_the_whole_answer
     assert any(hit.get("text_range") for page in pages for hit in structured(page)["results"])  # a result in parts
     assert texts(again) == texts(second)  # the same cursor gives the same page
     assert error_code(other) == "CONFIG_INVALID"  # a cursor of another request
+
+
+def _changing_site(state: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """A site whose pages (path -> {etag, text}) can change between requests; sitemap of them."""
+
+    def page(path: str) -> Any:
+        def behaviour(handler: Any, served: Any, count: int) -> None:
+            current = state.get(path)
+            if current is None:
+                send(handler, 404, b"gone")
+                return
+            headers = {"ETag": current["etag"]}
+            if handler.headers.get("If-None-Match") == current["etag"]:
+                send(handler, 304, b"", "text/html", headers)
+                return
+            html = (
+                f"<html><head><title>{path}</title></head><body><h1>{path}</h1><p>{current['text']}</p></body></html>"
+            )
+            send(handler, 200, html.encode(), "text/html", headers)
+
+        return behaviour
+
+    def sitemap(handler: Any, served: Any, count: int) -> None:
+        urls = "".join(f"<url><loc>{served.base}{p}</loc></url>" for p in sorted(state))
+        xml = f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
+        send(handler, 200, xml.encode(), "application/xml")
+
+    return {"/sitemap.xml": sitemap, **{p: page(p) for p in ("/a.html", "/b.html", "/c.html")}}
+
+
+def test_a_remote_library_is_refreshed_conditionally_and_swapped_with_removed_pages_gone(
+    tmp_path: Path, runs_dir: Path
+):
+    state = {
+        f"/{name}.html": {"etag": f'"{name}1"', "text": f"The {name} page explains the widget's {name} lever in words."}
+        for name in "abc"
+    }
+    with serve_script(_changing_site(state)) as site:
+        config = tmp_path / "site.json"
+        source = {"type": "sitemap", "url": f"{site.base}/sitemap.xml"}
+        cfg = {
+            "connect": {"sources": [source], "allowed_private_hosts": [f"127.0.0.1:{site.port}"]},
+            "normalize": {"chunk_strategy": "by_heading"},
+            "index": {"embedding_model": "hash"},
+        }
+        config.write_text(json.dumps(cfg), encoding="utf-8")
+        entry = parse_library_flag(f"site@1.0={config}")
+        # An unchanged site: the refresh costs one conditional request per page and is discarded.
+        registry = LibraryRegistry(runs_dir, [entry], embedding_model="hash")
+        (library,) = registry.libraries()
+        first = library.run_id()
+        asked = len(site.requests)
+        assert library.remote() and not library.refresh_due()
+        assert registry.refresh_due(now=time.time() + 7200) == ["site@1.0"]
+        again = [(r["path"], r["status"]) for r in site.requests[asked:]]
+        assert library.run_id() == first and library.refreshes == 1
+        pages = [("/a.html", 304), ("/b.html", 304), ("/c.html", 304)]
+        assert sorted(again) == [*pages, ("/robots.txt", 404), ("/sitemap.xml", 200)]
+        assert sorted(p.name for p in runs_dir.iterdir() if is_run_id(p.name)) == [first]  # nothing piled up
+        registry.stop()
+
+        # Served over MCP with a short interval: a changed page and a removed one.
+        options = ServerOptions(runs_dir=runs_dir, libraries=[entry], embedding_model="hash", refresh_interval_s=0.3)
+        server, _ = create_server(options)
+
+        async def main() -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            async with Client(server) as client:
+                out["before"] = structured(await client.call_tool("list_libraries", {}))["libraries"][0]
+                state["/a.html"] = {"etag": '"a2"', "text": "The a page now explains the widget's new turbo lever."}
+                del state["/c.html"]
+                with anyio.fail_after(60):
+                    while True:
+                        now = structured(await client.call_tool("list_libraries", {}))["libraries"][0]
+                        if now["run_id"] != first:
+                            break
+                        await anyio.sleep(0.1)
+                out["after"] = now
+                out["pages"] = structured(await client.call_tool("list_pages", {"library": "site"}))["pages"]
+                a = f"{site.base}/a.html"
+                out["a"] = "\n".join(texts(await client.call_tool("get_page", {"library": "site", "path": a})))
+                c = f"{site.base}/c.html"
+                out["c"] = error_code(await client.call_tool("get_page", {"library": "site", "path": c}))
+                out["search"] = structured(await client.call_tool("search_docs", {"query": "turbo lever"}))
+            return out
+
+        out = anyio.run(main)
+    assert out["before"]["run_id"] == first and out["before"]["checked_at"] is not None
+    assert out["after"]["pages"] == 2
+    assert [p["path"] for p in out["pages"]] == [f"{site.base}/a.html", f"{site.base}/b.html"]
+    assert "new turbo lever" in out["a"]
+    assert out["c"] == "NOT_FOUND"  # removed from the site: really gone
+    assert out["search"]["searched"][0]["run_id"] == out["after"]["run_id"]
+    assert read_json(RunLayout(runs_dir / out["after"]["run_id"]).manifest)["base_run_id"] == first

@@ -10,12 +10,24 @@ range (``>=18 <19``, ``>=18,<19``, ``~=18.2``), and picks the highest match.
 
 With a ``libraries.yaml``, the file is re-read whenever it changes (checked on every call):
 a library or version removed from it is no longer listed, searched or read.
+
+Remote libraries are kept fresh: a config whose sources are fetched (url, sitemap, crawl,
+llms_txt, a remote PDF) or read from git (repo) is rebuilt every ``refresh_interval_s``
+(default one hour; per entry in ``libraries.yaml``) as a run on the served run
+(``--base``): pages are revalidated with conditional requests (ETag / Last-Modified, 304s
+download nothing), unchanged documents are not extracted or embedded again, pages that now
+answer 404/410 or left the sitemap are gone from the new run. The new run replaces the served
+one at once (queries meanwhile answer from the old run); a refresh that finds nothing new is
+discarded, so the served run and its cursors stay the same, and a refresh that fails (or that
+the shrink guard refuses) leaves the served run as it is.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,13 +41,18 @@ from indexfoundry.app import runs as api
 from indexfoundry.app.docs_index import DocsIndex, newest_run_of_config
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
 from indexfoundry.models.base import Strict
+from indexfoundry.models.config import FolderSource, PdfSource, PipelineConfig
 from indexfoundry.models.validation import validation_error
+from indexfoundry.pipeline.cleanup import discard_run
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout, is_run_id
-from indexfoundry.storage.manifest import frozen_config
+from indexfoundry.storage.manifest import frozen_config, load_manifest
+
+log = logging.getLogger("indexfoundry.libraries")
 
 _NAME = re.compile(r"^@?[A-Za-z0-9][A-Za-z0-9._/@+-]{0,127}$")
 LATEST = "latest"
+DEFAULT_REFRESH_S = 3600.0
 
 
 class LibraryEntry(Strict):
@@ -44,6 +61,9 @@ class LibraryEntry(Strict):
     name: str = Field(min_length=1, max_length=128, description="Library name, e.g. 'react'")
     version: str = Field(min_length=1, max_length=64, description="Version, e.g. '18.3.1'")
     source: str = Field(min_length=1, max_length=4096, description="Run id, pipeline config file or docs folder")
+    refresh_interval_s: float | None = Field(
+        default=None, ge=0, description="Seconds between refreshes of remote sources (0: never; default: the server's)"
+    )
 
 
 class LibrariesFile(Strict):
@@ -166,10 +186,16 @@ class Library:
     embedding_model: str
     embedder: Any = None
     progress: Any = None
+    refresh_interval_s: float = DEFAULT_REFRESH_S
     _run_id: str | None = None
     _config_stamp: tuple[int, int] | None = None
     _docs: DocsIndex | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # Held while a refresh builds (queries keep answering from the served run meanwhile).
+    _refreshing: threading.Lock = field(default_factory=threading.Lock)
+    # Wall-clock time the served run's sources were last read (its completion, or a refresh).
+    checked_at: float | None = None
+    refreshes: int = 0
 
     @property
     def name(self) -> str:
@@ -202,7 +228,61 @@ class Library:
                 # First use, or the config file changed: build (incrementally on the last run).
                 self._run_id = self._build(path, base=self._run_id)
                 self._config_stamp = stamp
+                self.checked_at = _completed_at(self.runs_dir, self._run_id)
             return self._run_id
+
+    # ------------------------------------------------------------- keeping remote sources fresh
+    def interval(self) -> float:
+        value = self.entry.refresh_interval_s
+        return self.refresh_interval_s if value is None else value
+
+    def remote(self) -> bool:
+        """Served from a config whose sources are fetched or read from git (they change unseen)."""
+        target = self.entry.source
+        if is_run_id(target) or not Path(target).is_file():
+            return False
+        try:
+            config = api.load_config(Path(target))
+        except IndexFoundryError:
+            return False
+        return has_remote_sources(config)
+
+    def refresh_due(self, now: float | None = None) -> bool:
+        interval = self.interval()
+        if interval <= 0 or self._run_id is None or self.checked_at is None:
+            return False
+        return (now if now is not None else time.time()) - self.checked_at >= interval
+
+    def refresh(self) -> str | None:
+        """Rebuild on the served run as base; serve the new run if its content changed.
+
+        Returns the new run id, or None when nothing changed (the new run is discarded) or the
+        library is not a remote config. A failed refresh raises and leaves the served run.
+        """
+        with self._refreshing:
+            current = self._run_id
+            if current is None or not self.remote():
+                return None
+            config = api.load_config(Path(self.entry.source))
+            out = api.pipeline_run(config, runs_dir=self.runs_dir, embedder=self.embedder, base=current)
+            self.checked_at = time.time()
+            self.refreshes += 1
+            if out.status not in ("completed", "partial"):
+                raise IndexFoundryError(
+                    f"refreshing library {self.label} failed (run {out.run_id}); still serving run {current}",
+                    code="INTERNAL_ERROR",
+                    recoverable=True,
+                    suggestion=f"See 'indexfoundry run status {out.run_id}'",
+                )
+            if same_content(self.runs_dir, current, out.run_id):
+                discard_run(self.runs_dir, out.run_id)
+                return None
+            with self._lock:
+                if self._run_id != current:  # the config file changed meanwhile: that build wins
+                    return None
+                self._run_id = out.run_id
+            log.info("library %s refreshed: run %s replaces %s", self.label, out.run_id, current)
+            return out.run_id
 
     def _build(self, path: Path, base: str | None = None) -> str:
         if not path.is_file():
@@ -233,6 +313,42 @@ class Library:
             self._docs.stop()
 
 
+def has_remote_sources(config: PipelineConfig) -> bool:
+    """True if a source of ``config`` is fetched or read from git (not a folder or a local PDF)."""
+    for source in config.connect.sources:
+        if isinstance(source, FolderSource):
+            continue
+        if isinstance(source, PdfSource) and "://" not in source.source:
+            continue
+        return True
+    return False
+
+
+def _completed_at(runs_dir: Path, run_id: str) -> float | None:
+    from datetime import datetime
+
+    try:
+        manifest = load_manifest(RunLayout(runs_dir / run_id))
+    except (IndexFoundryError, OSError, ValueError):
+        return None
+    stamp = manifest.completed_at or manifest.created_at
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def same_content(runs_dir: Path, one: str, two: str) -> bool:
+    """Two runs hold the same documents, chunks and index (by the phases' output hashes)."""
+    try:
+        first = load_manifest(RunLayout(runs_dir / one)).phases
+        second = load_manifest(RunLayout(runs_dir / two)).phases
+    except (IndexFoundryError, OSError, ValueError):
+        return False
+    for phase in ("extract", "normalize", "index"):
+        a, b = first.get(phase), second.get(phase)
+        if a is None or b is None or a.outputs != b.outputs or a.status != b.status:
+            return False
+    return first["index"].fingerprint == second["index"].fingerprint
+
+
 class LibraryRegistry:
     """The libraries a server serves: from ``--library`` flags and/or a ``libraries.yaml``."""
 
@@ -244,8 +360,12 @@ class LibraryRegistry:
         *,
         embedding_model: str = "local",
         embedder: Any = None,
+        refresh_interval_s: float = DEFAULT_REFRESH_S,
     ) -> None:
         self.runs_dir = runs_dir
+        self.refresh_interval_s = refresh_interval_s
+        self._stop = threading.Event()
+        self._refresher: threading.Thread | None = None
         self.fixed = list(entries or [])
         self.file = file.resolve() if file is not None else None
         self.embedding_model = embedding_model
@@ -283,7 +403,13 @@ class LibraryRegistry:
             if old is not None and old.entry == entry:
                 kept[key] = old
             else:
-                kept[key] = Library(entry, self.runs_dir, self.embedding_model, self.embedder)
+                kept[key] = Library(
+                    entry,
+                    self.runs_dir,
+                    self.embedding_model,
+                    self.embedder,
+                    refresh_interval_s=self.refresh_interval_s,
+                )
         for key, old in current.items():
             if kept.get(key) is not old:
                 old.stop()  # removed (or re-pointed): nothing of it is served any more
@@ -327,7 +453,51 @@ class LibraryRegistry:
                 continue
         return out
 
+    # ------------------------------------------------------------- background refresh
+    def refresh_due(self, now: float | None = None) -> list[str]:
+        """Refresh every remote library whose interval has passed; the labels refreshed."""
+        done = []
+        for lib in self.libraries():
+            if self._stop.is_set():
+                break
+            if not lib.refresh_due(now):
+                continue
+            try:
+                lib.refresh()
+                done.append(lib.label)
+            except IndexFoundryError as error:
+                log.warning("refresh of %s failed: %s", lib.label, error.one_line())
+        return done
+
+    def start_refreshing(self) -> None:
+        """Check remote libraries in the background (a thread; ``stop`` ends it)."""
+        if self._refresher is not None:
+            return
+        self._stop.clear()
+        self._refresher = threading.Thread(
+            target=self._refresh_loop, name="indexfoundry-libraries-refresh", daemon=True
+        )
+        self._refresher.start()
+
+    def _tick(self) -> float:
+        try:
+            intervals = [lib.interval() for lib in self.libraries() if lib.interval() > 0]
+        except IndexFoundryError:
+            intervals = []  # the libraries file is unreadable for now: look again later
+        return max(0.2, min(60.0, min(intervals, default=self.refresh_interval_s or 240.0) / 4))
+
+    def _refresh_loop(self) -> None:
+        while not self._stop.wait(self._tick()):
+            try:
+                self.refresh_due()
+            except Exception:  # keep refreshing whatever one round did
+                log.exception("refreshing libraries failed")
+
     def stop(self) -> None:
+        self._stop.set()
+        if self._refresher is not None:
+            self._refresher.join(timeout=30)
+            self._refresher = None
         with self._lock:
             for lib in self._libraries.values():
                 lib.stop()

@@ -197,3 +197,20 @@ def cleanup_runs(
         )
         out.bytes_freed += size
     return out
+
+
+def discard_run(runs_dir: Path, run_id: str) -> None:
+    """Remove one run entirely (a refresh that found nothing new), under its lock.
+
+    Only a run folder directly inside ``runs_dir`` that no process has marked in use is
+    removed; its table in a server store is released first. Anything else raises.
+    """
+    path = runs_dir / run_id
+    if not is_run_id(run_id) or not path.is_dir():
+        raise IndexFoundryError(f"no run folder {path}", code="RUN_NOT_FOUND")
+    if run_id in runs_in_use(runs_dir):
+        raise RunLocked(f"run {run_id} is in use", suggestion="Stop what serves it first")
+    layout = RunLayout(path)
+    with run_lock(layout):
+        _release_vectors(layout)
+        _remove(runs_dir.resolve(), path, keep_manifests=False)

@@ -53,7 +53,11 @@ def register(app: typer.Typer) -> None:
         allow_hosts: list[str] = typer.Option(
             [], "--allow-host", help="HTTP: extra Host header allowed, e.g. docs.internal:8765 (repeatable)."
         ),
-        watch: bool = typer.Option(True, "--watch/--no-watch", help="Docs mode: watch the folder for changes."),
+        watch: bool = typer.Option(
+            True,
+            "--watch/--no-watch",
+            help="Docs mode: watch the folder for changes; library mode: refresh remote libraries.",
+        ),
         tools: str | None = typer.Option(
             None,
             "--tools",
@@ -91,6 +95,13 @@ def register(app: typer.Typer) -> None:
         ),
         libraries_file: Path | None = typer.Option(
             None, "--libraries", help="libraries.yaml of library versions to serve (re-read when it changes)."
+        ),
+        refresh_interval: float = typer.Option(
+            3600.0,
+            "--refresh-interval",
+            min=0,
+            help="Seconds between refreshes of libraries with remote sources (url, sitemap, crawl, llms_txt, "
+            "repo): a --base run with conditional requests; 0 never refreshes.",
         ),
     ) -> None:
         """Serve search_docs/get_page/get_section/list_pages (and, with --tools all or without --docs, every
@@ -130,6 +141,7 @@ def register(app: typer.Typer) -> None:
         options = ServerOptions(
             libraries=[parse_library_flag(value) for value in libraries],
             libraries_file=libraries_file.expanduser().resolve() if libraries_file is not None else None,
+            refresh_interval_s=refresh_interval,
             runs_dir=root,
             run_id=run_id,
             docs=folder,

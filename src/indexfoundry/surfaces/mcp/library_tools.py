@@ -9,6 +9,7 @@ by score. Descriptions are kept short: the tool listing is part of every agent's
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -50,6 +51,7 @@ class LibraryVersion(Strict):
     latest: bool = Field(description="The newest version of the library")
     run_id: str = Field(description="Run serving it")
     indexed_at: str | None = Field(default=None, description="When that run was indexed")
+    checked_at: str | None = Field(default=None, description="When its remote sources were last checked")
     pages: int = Field(description="Pages (documents)")
 
 
@@ -153,6 +155,12 @@ class LibraryListPagesOutput(ListPagesOutput, Labeled):
     """``list_pages`` answer."""
 
 
+def _iso(stamp: float | None) -> str | None:
+    if stamp is None:
+        return None
+    return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 class LibraryTools:
     """The library-aware retrieval tools over a registry."""
 
@@ -175,6 +183,7 @@ class LibraryTools:
                         latest=lib.name not in seen,
                         run_id=run.id,
                         indexed_at=run.indexed_at,
+                        checked_at=_iso(lib.checked_at) if lib.remote() else None,
                         pages=len(run.pages.documents),
                     )
                 )

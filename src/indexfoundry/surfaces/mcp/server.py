@@ -79,6 +79,8 @@ class ServerOptions:
     # Multi-library mode: NAME@VERSION targets (flags) and/or a libraries.yaml (re-read on change).
     libraries: list[LibraryEntry] = field(default_factory=list)
     libraries_file: Path | None = None
+    # Seconds between refreshes of libraries built from remote sources (0: never).
+    refresh_interval_s: float = 3600.0
     # Tool set: "docs" (search_docs, get_page, get_section, list_pages) or "all" (plus every
     # pipeline tool). Default: "docs" in docs mode, else "all".
     tools: ToolSet | None = None
@@ -144,6 +146,7 @@ def create_server(
             options.libraries_file,
             embedding_model=options.embedding_model,
             embedder=options.embedder,
+            refresh_interval_s=options.refresh_interval_s,
         )
         runs = api.RunPool(runs_dir, embedder=options.embedder, size=64)
         source = FixedRuns(runs_dir, options.run_id)
@@ -182,6 +185,8 @@ def create_server(
             threading.Thread(
                 target=_build_libraries, args=(registry,), name="indexfoundry-libraries-build", daemon=True
             ).start()
+            if options.watch:
+                registry.start_refreshing()
         if docs is not None:
             threading.Thread(target=_initial_build, args=(docs,), name="indexfoundry-docs-build", daemon=True).start()
             if options.watch:
