@@ -17,7 +17,7 @@ from indexfoundry.pipeline.runner import create_run, execute, new_run_id
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import artifacts_verify, load_manifest, load_run_config
-from tests.conftest import SAMPLE_DOCS, folder_config
+from tests.conftest import SAMPLE_DOCS, folder_config, write_tree
 from tests.integration.connect_servers import body, serve_script, serve_site
 
 
@@ -148,3 +148,84 @@ def test_cli_connect_url_prints_json_and_blocked_urls_exit_1_with_the_code(run: 
     )
     assert blocked.returncode == 1 and "Traceback" not in blocked.stderr
     assert json.loads(blocked.stdout)["error"]["code"] == "DOMAIN_BLOCKED"
+
+
+# ---------------------------------------------------------------- crawl, llms_txt and repo tools
+def _tiny_site() -> dict[str, Any]:
+    page = "<html><body><h1>{0}</h1><p>The {0} page of the widget docs.</p>{1}</body></html>"
+    links = '<a href="/a.html">a</a> <a href="/b.html">b</a>'
+    return {
+        "/": body(page.format("Home", links).encode(), "text/html", {"ETag": '"home"'}),
+        "/a.html": body(page.format("A", "").encode(), "text/html", {"ETag": '"a"'}),
+        "/b.html": body(page.format("B", "").encode(), "text/html", {"ETag": '"b"'}),
+        "/llms.txt": body(b"# Widget\n\n> Docs.\n\n- [A](/a.html): page a\n", "text/markdown"),
+    }
+
+
+def test_connect_crawl_and_llms_txt_tools_merge_pages_into_the_run_and_revalidate(run: RunLayout):
+    before = uris(run)
+    with serve_script(_tiny_site()) as site:
+        crawled = tool("crawl", run, url=f"{site.base}/", max_depth=1)
+        again = tool("crawl", run, url=f"{site.base}/", max_depth=1)
+        llms = tool("llms_txt", run, url=f"{site.base}/", prefer_markdown=False)
+    pages = [f"{site.base}/{p}" for p in ("", "a.html", "b.html")]
+    assert crawled.success and crawled.pages_stored == 3 and [a.url for a in crawled.artifacts] == pages
+    assert crawled.summary["depth_reached"] == 1
+    assert again.not_modified == 3  # every page revalidated with a 304
+    assert llms.success and f"{site.base}/a.html" in [a.url for a in llms.artifacts]
+    assert uris(run) == sorted({*before, *pages, f"{site.base}/llms.txt"})
+    assert artifacts_verify(run, load_manifest(run).phases["connect"].artifacts)
+
+
+def test_connect_repo_tool_reads_a_ref_and_drops_files_deleted_since(tmp_path: Path, run: RunLayout):
+    from tests.integration.test_connect_repo import _doc, git
+
+    repo = write_tree(tmp_path / "widget", {"docs/keep.md": _doc("Keep"), "docs/gone.md": _doc("Gone")})
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    first = tool("repo", run, path=str(repo), glob="docs/**/*.md")
+    git(repo, "rm", "-q", "docs/gone.md")
+    git(repo, "commit", "-qm", "two")
+    second = tool("repo", run, path=str(repo), glob="docs/**/*.md")
+    assert first.files == 2 and first.commit != second.commit
+    assert second.removed == ["widget/docs/gone.md"] and second.files == 1
+    assert "widget/docs/keep.md" in uris(run) and "widget/docs/gone.md" not in uris(run)
+
+
+def test_an_agent_reaches_no_private_host_through_an_operators_run_and_no_repo_outside_the_roots(
+    tmp_path: Path, run: RunLayout
+):
+    """The run's config allows private networks (the operator's); the MCP server's policy does not."""
+    import anyio
+    from mcp.client import Client
+
+    from indexfoundry.surfaces.mcp import ServerOptions, create_server
+    from indexfoundry.surfaces.mcp.security import AgentPolicy
+    from tests.integration.mcp_support import error_code, structured
+
+    def serve(policy: AgentPolicy) -> Any:
+        options = ServerOptions(runs_dir=run.runs_dir, roots=[tmp_path], policy=policy, tools="all")
+        return create_server(options)[0]
+
+    async def call(server: Any, name: str, arguments: dict[str, Any]) -> Any:
+        async with Client(server) as client:
+            return await client.call_tool(name, {"run_id": run.run_id, **arguments})
+
+    with serve_script(_tiny_site()) as site:
+        url = f"{site.base}/"
+        refused = anyio.run(call, serve(AgentPolicy()), "indexfoundry_connect_crawl", {"url": url})
+        asked = len(site.requests)
+        allowed = AgentPolicy(allowed_private_hosts=(f"127.0.0.1:{site.port}",))
+        crawled = anyio.run(call, serve(allowed), "indexfoundry_connect_crawl", {"url": url, "max_depth": 0})
+        llms = anyio.run(call, serve(AgentPolicy()), "indexfoundry_connect_llms_txt", {"url": url})
+    outside = anyio.run(call, serve(AgentPolicy()), "indexfoundry_connect_repo", {"path": "/etc"})
+    remote = anyio.run(call, serve(AgentPolicy()), "indexfoundry_connect_repo", {"url": "file:///etc/x.git"})
+
+    def code(result: Any) -> str:  # the tool failed, or the pages it could not fetch did
+        return error_code(result) if result.is_error else structured(result)["errors"][0]["code"]
+
+    assert code(refused) == "DOMAIN_BLOCKED" and asked == 0  # nothing was sent to the site
+    assert structured(crawled)["pages_stored"] == 1
+    assert code(llms) == "DOMAIN_BLOCKED"
+    assert error_code(outside) == "NOT_FOUND" and error_code(remote) == "DOMAIN_BLOCKED"

@@ -542,6 +542,16 @@ class Defaults(Strict):
     index: IndexDefaults = Field(default_factory=IndexDefaults)
 
 
+class NetworkBounds(Strict):
+    """Private networks a caller's fetches may reach at most (an MCP server's agent policy).
+
+    Applied on top of a run's own connect settings: it can only narrow them.
+    """
+
+    allow_private_networks: bool = False
+    allowed_private_hosts: list[str] = Field(default_factory=list)
+
+
 class SecurityConfig(Strict):
     allowed_domains: list[str] = Field(default_factory=list)
     blocked_domains: list[str] = Field(default_factory=lambda: ["localhost", "127.0.0.1"])

@@ -1,4 +1,5 @@
-"""The connect phase's single-purpose tools: ``indexfoundry_connect_url``, ``_sitemap``, ``_folder``, ``_pdf``.
+"""The connect phase's single-purpose tools: ``indexfoundry_connect_url``, ``_sitemap``, ``_folder``, ``_pdf``,
+``_crawl``, ``_repo`` and ``_llms_txt``.
 
 Each writes into an existing run: artifacts into ``raw/``, records merged into
 ``raw/raw_manifest.jsonl`` (one record per uri, sorted), under the run lock. When the run's
@@ -7,7 +8,9 @@ next ``pipeline run --run-id`` keeps connect and re-plans extract from the chang
 
 Security stays with the run: the SSRF policy (blocked domains, private networks, size limit)
 comes from the run's frozen config and the global config; tool arguments can only narrow it
-(``allowed_domains`` is intersected, never widened).
+(``allowed_domains`` is intersected, never widened). A caller may pass ``network``
+(:class:`NetworkBounds`, the MCP server's agent policy): the run's private-network allowances
+are narrowed to it, so an agent cannot reach a private host through an operator's run.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from pydantic import Field, field_validator
@@ -26,14 +29,24 @@ from pydantic import Field, field_validator
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import FetchFailed, IndexFoundryError
 from indexfoundry.models.base import Strict
-from indexfoundry.models.config import FolderSource, GlobalConfig, PipelineConfig
+from indexfoundry.models.config import (
+    CrawlSource,
+    FolderSource,
+    GlobalConfig,
+    LlmsTxtSource,
+    NetworkBounds,
+    PipelineConfig,
+    RepoSource,
+)
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.connect import copy_folder_files, copy_local_pdf
 from indexfoundry.phases.connect.folder import scan_folder
+from indexfoundry.phases.connect.llms_txt import read_llms_txt
 from indexfoundry.phases.connect.net import FetchPolicy
 from indexfoundry.phases.connect.pdf import pdf_info
-from indexfoundry.phases.connect.remote import RemoteConnector, load_raw_manifest
-from indexfoundry.phases.connect.url import UrlJob
+from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, load_raw_manifest
+from indexfoundry.phases.connect.repo import read_repo, repo_name
+from indexfoundry.phases.connect.url import UrlJob, UrlResult
 from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import atomic_write_jsonl
 from indexfoundry.storage.clock import utc_now
@@ -107,6 +120,49 @@ class ConnectPdfInput(Strict):
     run_id: str = Field(pattern=_UUID, description="Run directory to write to")
     source: str = Field(description="URL or local path to PDF")
     force: bool = Field(default=False, description="Fetch or copy again even if the run already has it")
+
+
+class ConnectCrawlInput(Strict):
+    """Input of ``indexfoundry_connect_crawl`` (a ``crawl`` source's main fields)."""
+
+    run_id: str = Field(pattern=_UUID, description="Run to write to")
+    url: str = Field(description="Start URL")
+    scope: Literal["host", "prefix"] = Field(default="host", description="Stay on the host, or under prefix")
+    prefix: str | None = Field(default=None, description="URL prefix for scope 'prefix'")
+    max_depth: int = Field(default=3, ge=0, le=50, description="Link hops followed")
+    max_pages: int = Field(default=100, ge=1, le=10000, description="Most pages stored")
+    include_patterns: list[str] = Field(default_factory=list, description="Regexes a followed URL must match")
+    exclude_patterns: list[str] = Field(default_factory=list, description="Regexes never followed")
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_absolute(cls, value: str) -> str:
+        return _absolute_url(value)
+
+
+class ConnectRepoInput(Strict):
+    """Input of ``indexfoundry_connect_repo`` (a ``repo`` source's main fields)."""
+
+    run_id: str = Field(pattern=_UUID, description="Run to write to")
+    path: str | None = Field(default=None, description="Local repository (or url)")
+    url: str | None = Field(default=None, description="http(s) repository URL (or path)")
+    ref: str = Field(default="HEAD", min_length=1, max_length=250, description="Branch, tag or commit")
+    glob: str = Field(default="**/*", description="Files to include, e.g. 'docs/**/*.md'")
+    exclude_patterns: list[str] = Field(default_factory=list, description="Globs left out")
+
+
+class ConnectLlmsTxtInput(Strict):
+    """Input of ``indexfoundry_connect_llms_txt``."""
+
+    run_id: str = Field(pattern=_UUID, description="Run to write to")
+    url: str = Field(description="llms.txt / llms-full.txt URL, or the site root")
+    max_pages: int = Field(default=200, ge=1, le=10000, description="Most linked pages fetched")
+    prefer_markdown: bool = Field(default=True, description="Try '<page>.md' first")
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_absolute(cls, value: str) -> str:
+        return _absolute_url(value)
 
 
 # ---------------------------------------------------------------- outputs
@@ -206,6 +262,29 @@ class ConnectPdfOutput(Strict):
     skipped: bool = Field(default=False, description="True if already in the run and not force")
 
 
+class ConnectPagesOutput(Strict):
+    """Output of ``indexfoundry_connect_crawl`` and ``indexfoundry_connect_llms_txt``."""
+
+    success: bool = Field(description="No page failed")
+    pages_stored: int = Field(description="Pages now in the run (downloaded, or revalidated with a 304)")
+    not_modified: int = Field(default=0, description="Pages revalidated with a 304 (no body downloaded)")
+    removed: list[str] = Field(default_factory=list, description="Pages now 404/410, dropped from the run")
+    summary: dict[str, int] = Field(description="Counts: depth reached, duplicates, excluded, over the limit ...")
+    artifacts: list[SitemapArtifact] = Field(description="Pages stored, sorted by URL")
+    errors: list[UrlError] = Field(description="Failures, sorted by URL")
+
+
+class ConnectRepoOutput(Strict):
+    """Output of ``indexfoundry_connect_repo``."""
+
+    success: bool = Field(description="No file failed")
+    commit: str = Field(description="The commit the ref resolved to")
+    files: int = Field(description="Files of the repository now in the run")
+    removed: list[str] = Field(default_factory=list, description="Files of this repository no longer at the ref")
+    artifacts: list[FolderArtifact] = Field(description="Files stored, sorted by uri")
+    errors: list[FileError] = Field(description="Files left out, sorted by uri")
+
+
 # ---------------------------------------------------------------- run access
 @dataclass
 class _RunSession:
@@ -215,9 +294,10 @@ class _RunSession:
     records: dict[str, RawRecord]
     fetched_at: dict[str, str]
     removed: list[str]
+    network: NetworkBounds | None = None
 
     def policy(self) -> FetchPolicy:
-        return FetchPolicy.from_config(self.config.connect, self.global_config)
+        return FetchPolicy.from_config(self.config.connect, self.global_config).bounded(self.network)
 
     def present(self, uri: str) -> RawRecord | None:
         """The run's record for ``uri`` when its artifact is still there."""
@@ -243,7 +323,7 @@ class _RunSession:
 
 
 @contextmanager
-def _session(run_id: str, runs_dir: str | Path | None) -> Iterator[_RunSession]:
+def _session(run_id: str, runs_dir: str | Path | None, network: NetworkBounds | None = None) -> Iterator[_RunSession]:
     """Lock the run, hand out its records, then write the merged raw manifest and phase manifest."""
     from indexfoundry.app.runs import runs_dir_for
     from indexfoundry.models.config import load_global_config
@@ -259,6 +339,7 @@ def _session(run_id: str, runs_dir: str | Path | None) -> Iterator[_RunSession]:
             records={r.uri: r for r in load_raw_manifest(layout)},
             fetched_at={},
             removed=[],
+            network=network,
         )
         yield session
         _commit(session, run)
@@ -309,9 +390,11 @@ def _error_text(error: IndexFoundryError) -> str:
 
 # ---------------------------------------------------------------- tools
 @tool("indexfoundry_connect_url", ConnectUrlInput, read_only=False, destructive=False, idempotent=True, open_world=True)
-def connect_url(payload: ConnectUrlInput, *, runs_dir: str | Path | None = None, **_: Any) -> ConnectUrlOutput:
+def connect_url(
+    payload: ConnectUrlInput, *, runs_dir: str | Path | None = None, network: NetworkBounds | None = None, **_: Any
+) -> ConnectUrlOutput:
     """Fetch a single URL into a run's raw/ with content-type detection, SSRF checks and the domain allowlist."""
-    with _session(payload.run_id, runs_dir) as session:
+    with _session(payload.run_id, runs_dir, network) as session:
         existing = session.present(payload.url)
         if existing is not None and not payload.force:
             return ConnectUrlOutput(
@@ -373,10 +456,10 @@ def _narrowed(
     long_running=True,
 )
 def connect_sitemap(
-    payload: ConnectSitemapInput, *, runs_dir: str | Path | None = None, **_: Any
+    payload: ConnectSitemapInput, *, runs_dir: str | Path | None = None, network: NetworkBounds | None = None, **_: Any
 ) -> ConnectSitemapOutput:
     """Crawl a sitemap (urlset, nested index, gzip, or a site root via robots.txt) deterministically into a run."""
-    with _session(payload.run_id, runs_dir) as session:
+    with _session(payload.run_id, runs_dir, network) as session:
         policy = dataclasses.replace(
             session.policy(),
             concurrency=min(payload.concurrency, session.global_config.security.max_concurrent_fetches),
@@ -428,7 +511,9 @@ def connect_sitemap(
     idempotent=True,
     open_world=False,
 )
-def connect_folder(payload: ConnectFolderInput, *, runs_dir: str | Path | None = None, **_: Any) -> ConnectFolderOutput:
+def connect_folder(
+    payload: ConnectFolderInput, *, runs_dir: str | Path | None = None, network: NetworkBounds | None = None, **_: Any
+) -> ConnectFolderOutput:
     """Copy a local folder's files (glob, exclude patterns, size limit, no symlink escapes) into a run's raw/."""
     source = FolderSource(
         type="folder",
@@ -438,7 +523,7 @@ def connect_folder(payload: ConnectFolderInput, *, runs_dir: str | Path | None =
         max_file_size_mb=payload.max_file_size_mb,
         name=Path(payload.path).resolve().name or "folder",
     )
-    with _session(payload.run_id, runs_dir) as session:
+    with _session(payload.run_id, runs_dir, network) as session:
         scan = scan_folder(source)
         skipped = [
             f
@@ -466,12 +551,14 @@ def connect_folder(payload: ConnectFolderInput, *, runs_dir: str | Path | None =
 
 
 @tool("indexfoundry_connect_pdf", ConnectPdfInput, read_only=False, destructive=False, idempotent=True, open_world=True)
-def connect_pdf(payload: ConnectPdfInput, *, runs_dir: str | Path | None = None, **_: Any) -> ConnectPdfOutput:
+def connect_pdf(
+    payload: ConnectPdfInput, *, runs_dir: str | Path | None = None, network: NetworkBounds | None = None, **_: Any
+) -> ConnectPdfOutput:
     """Fetch (URL) or copy (local path) one PDF into a run and report its page count, version, text layer, metadata."""
     remote = "://" in payload.source
     uri = payload.source if remote else Path(payload.source).name
     record: RawRecord | None = None
-    with _session(payload.run_id, runs_dir) as session:
+    with _session(payload.run_id, runs_dir, network) as session:
         existing = session.present(uri)
         skipped = existing is not None and existing.content_type == "application/pdf" and not payload.force
         if skipped:
@@ -508,3 +595,135 @@ def connect_pdf(payload: ConnectPdfInput, *, runs_dir: str | Path | None = None,
             metadata=PdfMetadata(**info.metadata),
         ),
     )
+
+
+def _repo_source(payload: ConnectRepoInput) -> RepoSource:
+    from pydantic import ValidationError
+
+    from indexfoundry.models.validation import validation_error
+
+    try:
+        return RepoSource.model_validate({"type": "repo", **payload.model_dump(exclude={"run_id"})})
+    except ValidationError as exc:
+        raise validation_error(exc, "indexfoundry_connect_repo arguments") from None
+
+
+def _merge_pages(session: _RunSession, results: list[UrlResult]) -> None:
+    for result in results:
+        if result.record is None:
+            if result.status == "removed":
+                session.removed.append(result.uri)
+        else:
+            session.add(result.record, result.fetched_at)
+
+
+def _pages_output(session: _RunSession, report: FetchReport, summary: dict[str, int]) -> ConnectPagesOutput:
+    stored = [r.record for r in report.results if r.record is not None]
+    return ConnectPagesOutput(
+        success=not report.errors,
+        pages_stored=len(stored),
+        not_modified=report.count("not_modified"),
+        removed=sorted(session.removed),
+        summary=summary,
+        artifacts=[
+            SitemapArtifact(url=r.uri, path=session.artifact_path(r), sha256=r.sha256)
+            for r in sorted(stored, key=lambda r: r.uri)
+        ],
+        errors=[
+            UrlError(url=u, error=_error_text(e), code=e.code) for u, e in sorted(report.errors, key=lambda x: x[0])
+        ],
+    )
+
+
+def _previous(session: _RunSession) -> dict[str, RawRecord]:
+    return {uri: r for uri, r in session.records.items() if session.present(uri) is not None}
+
+
+@tool(
+    "indexfoundry_connect_crawl",
+    ConnectCrawlInput,
+    read_only=False,
+    destructive=False,
+    idempotent=True,
+    open_world=True,
+    long_running=True,
+)
+def connect_crawl(
+    payload: ConnectCrawlInput, *, runs_dir: str | Path | None = None, network: NetworkBounds | None = None, **_: Any
+) -> ConnectPagesOutput:
+    """Crawl links from a start URL into a run (breadth-first, robots.txt, canonical URLs; known pages revalidated)."""
+    source = CrawlSource.model_validate({"type": "crawl", **payload.model_dump(exclude={"run_id"})})
+    with _session(payload.run_id, runs_dir, network) as session:
+        with RemoteConnector(
+            session.layout,
+            session.policy(),
+            previous=_previous(session),
+            respect_robots=session.config.connect.respect_robots_txt,
+        ) as connector:
+            crawl = connector.crawl(source)
+        _merge_pages(session, crawl.results)
+        report = FetchReport(results=crawl.results, errors=crawl.errors)
+        return _pages_output(session, report, crawl.summary())
+
+
+@tool(
+    "indexfoundry_connect_llms_txt",
+    ConnectLlmsTxtInput,
+    read_only=False,
+    destructive=False,
+    idempotent=True,
+    open_world=True,
+    long_running=True,
+)
+def connect_llms_txt(
+    payload: ConnectLlmsTxtInput, *, runs_dir: str | Path | None = None, network: NetworkBounds | None = None, **_: Any
+) -> ConnectPagesOutput:
+    """Read a site's llms.txt and the pages it links (as markdown when offered) into a run."""
+    source = LlmsTxtSource.model_validate({"type": "llms_txt", **payload.model_dump(exclude={"run_id"})})
+    with _session(payload.run_id, runs_dir, network) as session:
+        with RemoteConnector(session.layout, session.policy(), previous=_previous(session)) as connector:
+            llms = read_llms_txt(source, session.layout, connector.fetch_one, connector.policy.concurrency)
+        _merge_pages(session, llms.results)
+        report = FetchReport(results=llms.results, errors=llms.errors)
+        return _pages_output(session, report, llms.summary())
+
+
+@tool(
+    "indexfoundry_connect_repo",
+    ConnectRepoInput,
+    read_only=False,
+    destructive=False,
+    idempotent=True,
+    open_world=True,
+    long_running=True,
+)
+def connect_repo(
+    payload: ConnectRepoInput, *, runs_dir: str | Path | None = None, network: NetworkBounds | None = None, **_: Any
+) -> ConnectRepoOutput:
+    """Read a git repository's files at a ref into a run (files gone at that ref are dropped)."""
+    source = _repo_source(payload)
+    with _session(payload.run_id, runs_dir, network) as session:
+        read = read_repo(session.layout, source, session.policy())
+        name = repo_name(source)
+        now = utc_now()
+        current = {r.uri for r in read.records}
+        session.removed.extend(
+            uri
+            for uri, r in sorted(session.records.items())
+            if r.source_kind == "repo" and r.source_name == name and uri not in current
+        )
+        for record in read.records:
+            session.add(record, now)
+        return ConnectRepoOutput(
+            success=not read.errors,
+            commit=read.commit,
+            files=len(read.records),
+            removed=sorted(session.removed),
+            artifacts=[
+                FolderArtifact(uri=r.uri, path=session.artifact_path(r), sha256=r.sha256)
+                for r in sorted(read.records, key=lambda r: r.uri)
+            ],
+            errors=[
+                FileError(uri=u, error=_error_text(e), code=e.code) for u, e in sorted(read.errors, key=lambda x: x[0])
+            ],
+        )

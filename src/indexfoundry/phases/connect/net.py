@@ -27,7 +27,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ import httpcore
 import httpx
 
 from indexfoundry.errors import ConfigInvalid, DomainBlocked, FetchFailed, FetchTimeout, FileTooLarge, IndexFoundryError
-from indexfoundry.models.config import ConnectConfig, GlobalConfig
+from indexfoundry.models.config import ConnectConfig, GlobalConfig, NetworkBounds
 from indexfoundry.storage.atomic import new_temp_file
 
 Resolver = Callable[[str, int], list[str]]
@@ -146,6 +146,31 @@ class FetchPolicy:
             backoff_s=connect.retry_backoff_ms / 1000,
             max_redirects=connect.max_redirects,
             concurrency=max(1, min(connect.concurrency, security.max_concurrent_fetches)),
+        )
+
+    def bounded(self, bounds: NetworkBounds | None) -> FetchPolicy:
+        """This policy narrowed to ``bounds`` (private networks both allow; never wider)."""
+        if bounds is None:
+            return self
+
+        def permitted(entry: str) -> bool:
+            if bounds.allow_private_networks:
+                return True
+            name, port = _split_host_port(entry)
+            for allowed in bounds.allowed_private_hosts:
+                a_name, a_port = _split_host_port(allowed)
+                if a_name == name and (a_port is None or a_port == port):
+                    return True
+            return False
+
+        offered = [*self.allowed_private_hosts]
+        if self.allow_private_networks:
+            offered.extend(bounds.allowed_private_hosts)  # the run allows all: the bounds' hosts remain
+        hosts = tuple(dict.fromkeys(h for h in offered if permitted(h)))
+        return replace(
+            self,
+            allow_private_networks=self.allow_private_networks and bounds.allow_private_networks,
+            allowed_private_hosts=hosts,
         )
 
     def private_allowed(self, host: str, port: int) -> bool:

@@ -28,6 +28,7 @@ from indexfoundry.app.docs_index import DocsIndex
 from indexfoundry.app.libraries import LibraryEntry, LibraryRegistry
 from indexfoundry.app.tools.registry import load_tools
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
+from indexfoundry.models.config import NetworkBounds
 from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
 from indexfoundry.surfaces.mcp.library_tools import LibraryTools
 from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunSource
@@ -164,7 +165,12 @@ def create_server(
     retrieval = RetrievalTools(source, runs, flag_changed=docs is not None)
     runner = Runner(_roots(options), runs_dir, options.policy)
 
-    context: dict[str, Any] = {"runs_dir": runs_dir}
+    # The connect tools narrow a run's private-network allowances to the operator's agent policy.
+    network = NetworkBounds(
+        allow_private_networks=options.policy.allow_private_networks,
+        allowed_private_hosts=list(options.policy.allowed_private_hosts),
+    )
+    context: dict[str, Any] = {"runs_dir": runs_dir, "network": network}
     if options.embedder is not None:
         context["embedder"] = options.embedder
     exposed: list[Exposed]
