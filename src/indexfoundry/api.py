@@ -165,6 +165,37 @@ def serve_foreground(
     control.run_server(settings)
 
 
+def serve_libraries(
+    libraries: list[str],
+    libraries_file: str | Path | None = None,
+    *,
+    runs_dir: str | Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    embedding_model: str = "local",
+    refresh_interval_s: float = 3600.0,
+    cors_origins: list[str] | None = None,
+    rate_limit: RateLimitConfig | None = None,
+    require_auth: bool = False,
+) -> None:
+    """Serve many libraries and versions over HTTP in this process (``NAME@VERSION=RUN_OR_CONFIG``
+    flags and/or a ``libraries.yaml``), until SIGINT/SIGTERM; see ``app.libraries``."""
+    from indexfoundry.app import serving as control
+
+    control.serve_libraries(
+        runs_dir_for(runs_dir),
+        libraries,
+        Path(libraries_file).expanduser().resolve() if libraries_file is not None else None,
+        host=host,
+        port=port,
+        embedding_model=embedding_model,
+        refresh_interval_s=refresh_interval_s,
+        cors_origins=cors_origins,
+        rate_limit=rate_limit,
+        require_auth=require_auth,
+    )
+
+
 def serve_status(*, runs_dir: str | Path | None = None) -> list[ServerStatus]:
     """HTTP servers running for this runs folder."""
     from indexfoundry.app.serving import server_status

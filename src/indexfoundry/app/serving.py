@@ -45,6 +45,8 @@ STOP_TIMEOUT_S = 15.0
 # Background servers started by this process, so they can be reaped (no zombies) when stopped.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
+log = logging.getLogger("indexfoundry.http")
+
 
 def serve_config_for(runs_dir: Path, run_spec: str) -> ServeConfig:
     """The ``serve`` section of the run to serve ('latest': the newest completed run, or defaults)."""
@@ -170,8 +172,11 @@ def _is_zombie(pid: int) -> bool:
 
 
 # ---------------------------------------------------------------- foreground
-def run_server(settings: Any) -> None:
-    """Run the HTTP server in this process until SIGINT/SIGTERM (graceful: in-flight requests finish)."""
+def run_server(settings: Any, libraries: Any = None) -> None:
+    """Run the HTTP server in this process until SIGINT/SIGTERM (graceful: in-flight requests finish).
+
+    With ``libraries`` (an ``app.libraries.LibraryReader``) it serves many libraries instead of one run.
+    """
     import uvicorn
 
     from indexfoundry.surfaces.http.app import create_app
@@ -190,7 +195,8 @@ def run_server(settings: Any) -> None:
     # Load the run and the keys before uvicorn starts, so a user mistake is one clear error line
     # (uvicorn would report a failing startup with a traceback).
     holder = RunHolder(runs_dir, settings.run_id, reload_interval_s=settings.reload_interval_s)
-    holder.load_initial()
+    if libraries is None:
+        holder.load_initial()
     loaded = holder.current
     needs_keys = settings.require_auth or (loaded is not None and loaded.profile.security.require_auth)
     if needs_keys and not len(KeyRing.load(settings.api_keys_env, settings.api_key_file)):
@@ -204,7 +210,7 @@ def run_server(settings: Any) -> None:
             f"warning: serving on {settings.host} without authentication; anyone who can reach it can search",
             file=sys.stderr,
         )
-    app = create_app(settings, holder)
+    app = create_app(settings, holder, libraries)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -228,7 +234,7 @@ def run_server(settings: Any) -> None:
         port=settings.port,
         url=_url(settings.host, settings.port),
         base_path=settings.base_path,
-        run_spec=settings.run_id,
+        run_spec=settings.run_id if libraries is None else "libraries",
         started_at=utc_now(),
         log_file=os.environ.get("INDEXFOUNDRY_SERVER_LOG"),
     )
@@ -247,6 +253,52 @@ def run_server(settings: Any) -> None:
             code="CONFIG_INVALID",
             suggestion="Read the messages above (a run that cannot be loaded, no API key, a busy port)",
         )
+
+
+def serve_libraries(
+    runs_dir: Path,
+    libraries: list[str],
+    libraries_file: Path | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    embedding_model: str = "local",
+    refresh_interval_s: float = 3600.0,
+    cors_origins: list[str] | None = None,
+    rate_limit: Any = None,
+    require_auth: bool = False,
+) -> None:
+    """Serve many libraries over HTTP in the foreground (``serve start --library/--libraries``)."""
+    from indexfoundry.app.handles import RunPool
+    from indexfoundry.app.libraries import LibraryReader, LibraryRegistry, parse_library_flag
+    from indexfoundry.surfaces.http.settings import HttpSettings
+
+    registry = LibraryRegistry(
+        runs_dir,
+        [parse_library_flag(value) for value in libraries],
+        libraries_file,
+        embedding_model=embedding_model,
+        refresh_interval_s=refresh_interval_s,
+    )
+    for library in registry.libraries():  # build (or find) every library's run before answering
+        try:
+            log.info("serving %s from run %s", library.label, library.run_id())
+        except IndexFoundryError as error:
+            log.error("library %s is not available: %s", library.label, error.one_line())
+    data: dict[str, Any] = {
+        "runs_dir": runs_dir,
+        "host": host,
+        "port": port,
+        "endpoints": ["health"],
+        "log_requests": False,
+        "require_auth": require_auth,
+    }
+    if cors_origins:
+        data["cors_origins"] = cors_origins
+    if rate_limit is not None:
+        data["rate_limit"] = rate_limit
+    settings = HttpSettings.model_validate(data)
+    run_server(settings, LibraryReader(registry, RunPool(runs_dir, size=64)))
 
 
 # ---------------------------------------------------------------- background

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import ApiInfo, ServeEndpoint
-from indexfoundry.models.retrieval import AllowedFilter, SearchMode
+from indexfoundry.models.retrieval import AllowedFilter, SearchMode, SearchResult
 
 RUN_ID_OR_LATEST = r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|latest)$"
 
@@ -139,3 +139,79 @@ class HealthView(Strict):
     run_id: str | None = Field(default=None, description="Run served")
     version: str = Field(description="IndexFoundry version")
     auth_required: bool = Field(description="Search endpoints need an API key")
+
+
+# ---------------------------------------------------------------- many libraries (HTTP API)
+class LibraryVersionView(Strict):
+    name: str = Field(description="Library name")
+    version: str = Field(description="Version")
+    latest: bool = Field(description="The newest version of the library")
+    run_id: str = Field(description="Run serving it")
+    indexed_at: str | None = Field(default=None, description="When that run was indexed")
+    checked_at: str | None = Field(default=None, description="When its remote sources were last checked")
+    pages: int = Field(description="Pages (documents)")
+
+
+class LibrariesView(Strict):
+    """``GET /libraries``: every library version served."""
+
+    libraries: list[LibraryVersionView] = Field(description="Library versions, by name, newest first")
+
+
+class LibrarySearched(Strict):
+    library: str = Field(description="Library")
+    version: str = Field(description="Version searched")
+    run_id: str = Field(description="Run searched")
+    indexed_at: str | None = Field(default=None, description="When it was indexed")
+
+
+class LibrarySearchHit(Strict):
+    library: str = Field(description="Library of the result")
+    version: str = Field(description="Version of the library")
+    result: SearchResult = Field(description="The result")
+
+
+class LibrarySearchView(Strict):
+    """``POST /libraries/search``: results of one library, or of all, each labelled."""
+
+    query: str = Field(description="The query")
+    searched: list[LibrarySearched] = Field(description="Library versions searched")
+    results: list[LibrarySearchHit] = Field(description="Results, best first (merged by score across libraries)")
+
+
+class LibraryPageView(Strict):
+    """``GET /libraries/{name}/page``: one page of a library version."""
+
+    library: str = Field(description="Library")
+    version: str = Field(description="Version")
+    run_id: str = Field(description="Run read")
+    path: str = Field(description="Page path (the document's source uri)")
+    title: str | None = Field(default=None, description="Page title")
+    text: str = Field(description="The page's extracted text")
+
+
+class LibrarySectionView(Strict):
+    """``GET /libraries/{name}/section``: one section of a page."""
+
+    library: str = Field(description="Library")
+    version: str = Field(description="Version")
+    run_id: str = Field(description="Run read")
+    path: str = Field(description="Page path")
+    breadcrumb: str = Field(description="The section's heading breadcrumb")
+    text: str = Field(description="The section's text")
+    other_matches: list[str] = Field(default_factory=list, description="Other headings the query matched")
+
+
+class LibraryPageItem(Strict):
+    path: str = Field(description="Page path")
+    title: str | None = Field(default=None, description="Page title")
+
+
+class LibraryPagesView(Strict):
+    """``GET /libraries/{name}/pages``: the pages of a library version."""
+
+    library: str = Field(description="Library")
+    version: str = Field(description="Version")
+    run_id: str = Field(description="Run read")
+    total: int = Field(description="Pages matching the prefix")
+    pages: list[LibraryPageItem] = Field(description="Pages, sorted by path")

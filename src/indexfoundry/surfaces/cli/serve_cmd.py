@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from indexfoundry import api
+from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config import RateLimitConfig
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
@@ -39,12 +40,45 @@ def start(
     burst: int | None = typer.Option(None, "--burst", min=1, help="Requests a client may make at once."),
     no_rate_limit: bool = typer.Option(False, "--no-rate-limit", help="Switch rate limiting off."),
     no_log_requests: bool = typer.Option(False, "--no-log-requests", help="Do not write logs/requests.ndjson."),
+    libraries: list[str] = typer.Option(
+        [], "--library", help="Serve a library version: NAME@VERSION=RUN_ID|CONFIG|FOLDER (repeatable)."
+    ),
+    libraries_file: Path | None = typer.Option(
+        None, "--libraries", help="libraries.yaml of library versions to serve (re-read when it changes)."
+    ),
+    embedding_model: str = typer.Option(
+        "local", "--embedding-model", help="With --library: model for libraries built from a folder."
+    ),
+    refresh_interval: float = typer.Option(
+        3600.0, "--refresh-interval", min=0, help="With --library: seconds between refreshes of remote libraries."
+    ),
+    require_auth: bool = typer.Option(False, "--require-auth", help="With --library: every request needs a key."),
     json_out: bool = Json,
 ) -> None:
-    """Start the HTTP retrieval API (and the search page at /)."""
+    """Start the HTTP retrieval API (and the search page at /); with --library/--libraries, the
+    /libraries API over many libraries and versions."""
     limit = _rate_limit(rpm, burst, no_rate_limit)
     origins = cors_origins or None
     log_requests = False if no_log_requests else None
+    if libraries or libraries_file is not None:
+        if background:
+            raise ConfigInvalid(
+                "--library/--libraries serve in the foreground only",
+                suggestion="Drop --background (run it under your process manager)",
+            )
+        api.serve_libraries(
+            libraries,
+            libraries_file,
+            runs_dir=runs_dir,
+            host=host,
+            port=port,
+            embedding_model=embedding_model,
+            refresh_interval_s=refresh_interval,
+            cors_origins=origins,
+            rate_limit=limit,
+            require_auth=require_auth,
+        )
+        return
     if background:
         out = api.serve_start(
             run_id,

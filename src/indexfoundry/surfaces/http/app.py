@@ -26,10 +26,20 @@ from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictFloat,
 
 from indexfoundry import __version__, api
 from indexfoundry.api import FreshnessReport
+from indexfoundry.app.libraries import LibraryReader
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import AllowedFilter, SearchFilter, SearchMode, SearchRequest, SearchResponse
-from indexfoundry.models.serve import DocumentView, HealthView, StatsView
+from indexfoundry.models.serve import (
+    DocumentView,
+    HealthView,
+    LibrariesView,
+    LibraryPagesView,
+    LibraryPageView,
+    LibrarySearchView,
+    LibrarySectionView,
+    StatsView,
+)
 from indexfoundry.surfaces.http.auth import KeyRing, Principal, auth_error, presented_key
 from indexfoundry.surfaces.http.errors import ErrorEnvelope, HttpProblem, install_error_handlers, retry_after_header
 from indexfoundry.surfaces.http.holder import RunHolder
@@ -203,6 +213,12 @@ class Guard:
 
     def check(self, request: Request, key: str | None, leased: api.Run | None) -> api.Run:
         run = self.served(leased)
+        principal = self.client(request, key, run)
+        self.admit(run, principal)
+        return run
+
+    def client(self, request: Request, key: str | None, run: api.Run | None = None) -> Principal | None:
+        """Rate limit the caller and authenticate its key (required by the server, or ``run``)."""
         principal: Principal | None = self.keys.authenticate(key) if key else None
         client = f"key:{principal.name}" if principal else f"ip:{request.client.host if request.client else '-'}"
         request.state.principal = principal.name if principal else None
@@ -218,6 +234,12 @@ class Guard:
                 raise HttpProblem(429, error, retry_after_header(wait))
         if self.auth_required(run) and principal is None:
             raise HttpProblem(401, auth_error(), {"WWW-Authenticate": "Bearer"})
+        return principal
+
+    def admit(self, run: api.Run, principal: Principal | None) -> None:
+        """May ``principal`` read ``run``: its profile's key requirement and namespaces."""
+        if self.auth_required(run) and principal is None:
+            raise HttpProblem(401, auth_error(), {"WWW-Authenticate": "Bearer"})
         namespace = run.namespace or DEFAULT_NAMESPACE
         allowed = run.profile.security.allowed_namespaces
         if (allowed is not None and namespace not in allowed) or (
@@ -229,15 +251,21 @@ class Guard:
                 suggestion="Use a key allowed for this namespace (security.allowed_namespaces)",
             )
             raise HttpProblem(403, error)
-        return run
 
 
 def _static_text(name: str) -> str:
     return resources.files("indexfoundry.surfaces.http").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastAPI:
-    """The HTTP API for ``settings``; ``holder`` (default: built from the settings) serves the run."""
+def create_app(
+    settings: HttpSettings, holder: RunHolder | None = None, libraries: LibraryReader | None = None
+) -> FastAPI:
+    """The HTTP API for ``settings``; ``holder`` (default: built from the settings) serves the run.
+
+    With ``libraries`` the app serves many libraries and versions instead of one run: the
+    ``/libraries`` endpoints (list, search with library and version or range, pages, page,
+    section), ``/health`` and the spec; the single-run endpoints are not offered.
+    """
     base = settings.base_path
     holder = holder or RunHolder(settings.runs_dir, settings.run_id, reload_interval_s=settings.reload_interval_s)
     guard = Guard(settings, holder)
@@ -245,6 +273,19 @@ def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastA
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         guard.load_keys()
+        if libraries is not None:
+            if settings.require_auth and not len(guard.keys):
+                raise ConfigInvalid(
+                    "authentication is required but no API key is configured",
+                    suggestion=f"Set ${settings.api_keys_env} or serve.api_key_file",
+                )
+            libraries.registry.start_refreshing()
+            try:
+                yield
+            finally:
+                libraries.registry.stop()
+                libraries.runs.close()
+            return
         holder.start()
         if guard.auth_required(holder.current) and not len(guard.keys):
             holder.stop()
@@ -281,6 +322,9 @@ def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastA
 
     Served = Annotated[api.Run, Depends(checked)]
     wanted = set(settings.endpoints)
+    if libraries is not None:
+        wanted &= {"health"}
+        _add_library_routes(app, settings, guard, libraries)
     Body = search_body_model(settings)
 
     def add_search(mode: SearchMode) -> None:
@@ -400,7 +444,7 @@ def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastA
             """Liveness, and which run is served (never needs a key)."""
             current = holder.current
             return HealthView(
-                status="ok" if current is not None else "waiting",
+                status="ok" if current is not None or libraries is not None else "waiting",
                 run_id=current.id if current is not None else None,
                 version=__version__,
                 auth_required=guard.auth_required(current),
@@ -431,11 +475,25 @@ def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastA
     page = _static_text("index.html").replace("{{BASE_PATH}}", html.escape(base, quote=True))
     page = page.replace("{{TITLE}}", html.escape(settings.api_info.title))
 
-    @app.get(f"{base}/openapi.json", include_in_schema=False)
-    def openapi_document(run: Served) -> JSONResponse:
-        """The OpenAPI spec. With authentication on it needs a key like the data endpoints: it names
-        the served run's filter fields and limits. (The page below is a static shell with no data.)"""
-        return JSONResponse(app.openapi())
+    if libraries is None:
+
+        @app.get(f"{base}/openapi.json", include_in_schema=False)
+        def openapi_document(run: Served) -> JSONResponse:
+            """The OpenAPI spec. With authentication on it needs a key like the data endpoints: it names
+            the served run's filter fields and limits. (The page below is a static shell with no data.)"""
+            return JSONResponse(app.openapi())
+
+    else:
+
+        @app.get(f"{base}/openapi.json", include_in_schema=False)
+        def library_openapi_document(
+            request: Request,
+            x_api_key: Annotated[str | None, Depends(_api_key_header)],
+            bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+        ) -> JSONResponse:
+            """The OpenAPI spec (behind the key check when the server requires keys)."""
+            guard.client(request, presented_key(f"Bearer {bearer.credentials}" if bearer else None, x_api_key))
+            return JSONResponse(app.openapi())
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def index() -> HTMLResponse:
@@ -456,6 +514,130 @@ def create_app(settings: HttpSettings, holder: RunHolder | None = None) -> FastA
     app.add_middleware(RequestLogMiddleware, holder=holder, enabled=settings.log_requests)
     app.openapi = _openapi_builder(app, settings)  # type: ignore[method-assign]
     return app
+
+
+def _add_library_routes(app: FastAPI, settings: HttpSettings, guard: Guard, reader: LibraryReader) -> None:
+    """``/libraries`` endpoints over a library registry (the MCP library tools' HTTP twin)."""
+    base = settings.base_path
+    responses = {**_ERROR_RESPONSES, **_NOT_FOUND}
+
+    def admitted(
+        request: Request,
+        x_api_key: Annotated[str | None, Depends(_api_key_header)],
+        bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> Callable[[api.Run], None]:
+        principal = guard.client(request, presented_key(f"Bearer {bearer.credentials}" if bearer else None, x_api_key))
+        return lambda run: guard.admit(run, principal)
+
+    Admit = Annotated[Callable[[api.Run], None], Depends(admitted)]
+    Library = Annotated[str, Path(min_length=1, max_length=128, description="Library name (GET /libraries)")]
+    Version = Annotated[
+        str | None,
+        Query(max_length=64, description="Exact version, 'latest' (default), '18.x' or a range like '>=18 <19'"),
+    ]
+    PagePath = Annotated[str, Query(min_length=1, max_length=2048, description="Page path (from search or pages)")]
+
+    fields: dict[str, Any] = {}
+    for name in ("query", "top_k", "filters"):
+        info = SearchRequest.model_fields[name]
+        fields[name] = (info.annotation, info)
+    fields["query"] = (str, Field(min_length=1, max_length=settings.max_query_chars, description="What to look for"))
+    fields["top_k"] = (JsonInt, Field(default=10, ge=1, le=settings.max_top_k, description="Number of results"))
+    fields["library"] = (str | None, Field(default=None, max_length=128, description="Library to search; default: all"))
+    fields["version"] = (
+        str | None,
+        Field(default=None, max_length=64, description="Exact version, 'latest' (default), '18.x' or a range"),
+    )
+    fields["mode"] = (
+        SearchMode | None,
+        Field(default=None, description="semantic, keyword or hybrid (default: each run's default mode)"),
+    )
+    LibrarySearchBody = create_model(
+        "LibrarySearchBody",
+        __config__=SearchRequest.model_config,
+        __doc__="Search one library at a version (or range), or every library at its latest.",
+        **fields,
+    )
+
+    @app.get(
+        f"{base}/libraries",
+        response_model=LibrariesView,
+        response_model_exclude_none=True,
+        responses=_ERROR_RESPONSES,
+        operation_id="list_libraries",
+        tags=["libraries"],
+    )
+    def list_libraries(
+        admit: Admit,
+        name: Annotated[str | None, Query(max_length=128, description="Only this library")] = None,
+    ) -> LibrariesView:
+        """Every library version served: its run, when it was indexed and checked, its page count."""
+        return reader.list(name)
+
+    @app.post(
+        f"{base}/libraries/search",
+        response_model=LibrarySearchView,
+        response_model_exclude_none=True,
+        responses=responses,
+        operation_id="search_libraries",
+        tags=["libraries"],
+    )
+    def search_libraries(body: LibrarySearchBody, admit: Admit) -> LibrarySearchView:
+        """Search one library (at the version or range given) or all of them; each result names its
+        library and version, results merged by score."""
+        data = body.model_dump(mode="json")
+        library, version = data.pop("library"), data.pop("version")
+        request = SearchRequest.model_validate({**data, "mode": data.get("mode") or "hybrid"})
+        return reader.search(request, library, version, admit=admit)
+
+    @app.get(
+        f"{base}/libraries/{{name}}/pages",
+        response_model=LibraryPagesView,
+        response_model_exclude_none=True,
+        responses=responses,
+        operation_id="list_library_pages",
+        tags=["libraries"],
+    )
+    def library_pages(
+        name: Library,
+        admit: Admit,
+        version: Version = None,
+        prefix: Annotated[str | None, Query(max_length=2048, description="Only paths starting with this")] = None,
+        offset: Annotated[int, Query(ge=0, description="Pages to skip")] = 0,
+        limit: Annotated[int, Query(ge=1, le=2000, description="Most pages listed")] = 200,
+    ) -> LibraryPagesView:
+        """The pages of a library version, sorted by path."""
+        return reader.pages(name, version, prefix, offset, limit, admit=admit)
+
+    @app.get(
+        f"{base}/libraries/{{name}}/page",
+        response_model=LibraryPageView,
+        response_model_exclude_none=True,
+        responses=responses,
+        operation_id="get_library_page",
+        tags=["libraries"],
+    )
+    def library_page(name: Library, path: PagePath, admit: Admit, version: Version = None) -> LibraryPageView:
+        """A whole page of a library version."""
+        return reader.page(name, version, path, admit=admit)
+
+    @app.get(
+        f"{base}/libraries/{{name}}/section",
+        response_model=LibrarySectionView,
+        response_model_exclude_none=True,
+        responses=responses,
+        operation_id="get_library_section",
+        tags=["libraries"],
+    )
+    def library_section(
+        name: Library,
+        path: PagePath,
+        heading: Annotated[str, Query(min_length=1, max_length=1024, description="Heading or breadcrumb 'A > B'")],
+        admit: Admit,
+        version: Version = None,
+    ) -> LibrarySectionView:
+        """One section of a page of a library version, by heading or breadcrumb."""
+        return reader.section(name, version, path, heading, admit=admit)
 
 
 _PAGE_CSP = (
@@ -508,9 +690,11 @@ def _openapi_builder(app: FastAPI, settings: HttpSettings, include_schemas: bool
     return build
 
 
-def openapi_spec(settings: HttpSettings, include_schemas: bool = True) -> dict[str, Any]:
+def openapi_spec(
+    settings: HttpSettings, include_schemas: bool = True, libraries: LibraryReader | None = None
+) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the app built from ``settings`` (no run needs to be loaded)."""
-    app = create_app(settings, RunHolder(settings.runs_dir, settings.run_id))
+    app = create_app(settings, RunHolder(settings.runs_dir, settings.run_id), libraries)
     app.openapi_schema = None
     spec = _openapi_builder(app, settings, include_schemas)()
     return cast(dict[str, Any], json.loads(json.dumps(spec, sort_keys=True)))
