@@ -58,8 +58,8 @@ def test_serve_start_with_libraries_lists_searches_and_reads_by_library_and_vers
     spec = tmp_path / "libraries.yaml"
     spec.write_text(f"libraries:\n  - {{name: gadget, version: '1.4', source: {built['gadget', '1.4']}}}\n")
     flags = [f"--library=widget@{v}={built['widget', v]}" for v in ("1.0", "2.0")]
-    with serving("--runs-dir", str(runs), "--libraries", str(spec), *flags, "--no-rate-limit") as base:
-        client = httpx.Client(base_url=base, timeout=30)
+    args = ("--runs-dir", str(runs), "--libraries", str(spec), *flags, "--no-rate-limit")
+    with serving(*args) as base, httpx.Client(base_url=base, timeout=30) as client:
         listed = client.get("/libraries").json()["libraries"]
         query = {"query": "installer flux sprocket requirements"}
         ranged = client.post("/libraries/search", json={**query, "library": "widget", "version": ">=1 <2"}).json()
