@@ -35,3 +35,31 @@ def test_a_weaviate_run_serves_the_same_top10_as_chroma_and_verifies_clean(
     assert {"POST /v1/schema", "grpc BatchObjects", "grpc Search", "grpc Aggregate"} <= set(weaviate_emulator.requests)
     written = "".join(p.read_text(errors="replace") for p in (runs_dir / run_id).rglob("*") if p.is_file())
     assert weaviate_emulator.api_key not in written and "WEAVIATE_API_KEY" in written
+
+
+def test_a_long_lived_reader_follows_a_collection_rebuilt_under_it(weaviate_emulator: Any, tmp_path: Path):
+    import numpy as np
+
+    from indexfoundry.backends.stores import open_store
+    from indexfoundry.models.config import VectorDbConfig
+    from indexfoundry.storage.layout import RunLayout
+
+    connection = {"url": weaviate_emulator.url, "grpc_url": weaviate_emulator.grpc_url, "api_key_env": "WV_KEY"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WV_KEY", weaviate_emulator.api_key)
+        config = VectorDbConfig(provider="weaviate", collection="rebuilt", connection=connection)
+        vectors = np.eye(4, dtype=np.float32)
+        writer = open_store(config, RunLayout(tmp_path / "run-1"))
+        reader = open_store(config, RunLayout(tmp_path / "run-2"))
+        try:
+            writer.ensure_collection("model-a", 4)
+            writer.upsert(["a", "b"], vectors[:2], None, [{"page": 1}, {"page": 2}])
+            assert [h.id for h in reader.query(vectors[0], 5, {"page": {"$gte": 2}})] == ["b"]
+            # Rebuilt by another run: the 'page' property is gone, 'lang' is new.
+            writer.ensure_collection("model-a", 4, reset=True)
+            writer.upsert(["c"], vectors[2:3], None, [{"lang": "en"}])
+            assert reader.query(vectors[0], 5, {"page": {"$gte": 2}}) == []
+            assert [h.id for h in reader.query(vectors[0], 5, {"lang": "en"})] == ["c"]
+        finally:
+            writer.close()
+            reader.close()

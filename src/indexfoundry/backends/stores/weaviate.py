@@ -422,16 +422,33 @@ class WeaviateStore:
     def query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]:
         from weaviate.classes.query import MetadataQuery
 
-        self._require()
         flt = parse_where(where)
-        pushed = self._to_filter(flt)
+        # The schema is read once per store (a served run asks many queries), and again when the
+        # filter names a field it does not know (another writer may have added its property).
+        if not self._properties or any(not self._typed(f) for f in _fields(flt)):
+            self._require()
+        pushed = [self._to_filter(flt)]
         q = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
+
+        def search(n: int) -> Any:
+            try:
+                return self.handle.query.near_vector(
+                    near_vector=q, limit=n, filters=pushed[0], return_metadata=MetadataQuery(distance=True)
+                )
+            except Exception as exc:
+                if _transient(exc):
+                    raise
+            # Refused: the schema may have changed under a long-lived reader (a replace run
+            # recreated the collection): read it again and ask once more.
+            self._require()
+            pushed[0] = self._to_filter(flt)
+            return self.handle.query.near_vector(
+                near_vector=q, limit=n, filters=pushed[0], return_metadata=MetadataQuery(distance=True)
+            )
 
         def run(n: int) -> list[StoreHit]:
             try:
-                result = self.handle.query.near_vector(
-                    near_vector=q, limit=n, filters=pushed, return_metadata=MetadataQuery(distance=True)
-                )
+                result = search(n)
             except Exception as exc:
                 raise _db_error("query", exc) from None
             hits = []
@@ -509,6 +526,14 @@ class WeaviateStore:
             return None
         options = [cond for tag, name in typed.items() if (cond := _range(name, tag, op, value)) is not None]
         return _any(options) or never
+
+
+def _fields(flt: Filter | None) -> set[str]:
+    if flt is None:
+        return set()
+    if isinstance(flt, Compare):
+        return {flt.field}
+    return {f for part in flt.parts for f in _fields(part)}
 
 
 def _any(options: list[Any]) -> Any:
