@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from indexfoundry import api
-from indexfoundry.phases.index import open_run_store
+from indexfoundry.phases.index import decode_vector, open_run_store
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_manifest, load_run_config
@@ -165,3 +165,35 @@ def test_a_rerun_in_place_after_one_edit_extracts_only_that_file_and_matches_a_f
     b = artifact_bytes(RunLayout(scratch_runs / scratch.run_id))
     # upsert_stats.json counts the changes since the run's last index (1 updated, not 600 inserted).
     assert {k for k in a if a.get(k) != b.get(k)} == {"indexed/upsert_stats.json"}
+
+
+@pytest.mark.parametrize("provider", ["chroma", "local"])
+def test_a_base_run_after_one_edit_copies_the_base_store_and_upserts_only_that_files_chunks(
+    hundred: Path, runs_dir: Path, provider: str
+):
+    from indexfoundry.app.tools.index import verify_run
+
+    config = folder_config(hundred, index={"embedding_model": "hash", "vector_db": {"provider": provider}})
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    assert first.phases["index"].status == "completed"
+    (hundred / "section2/doc042.md").write_text(_doc(42, "Usage note 42 was rewritten: call widget 42 twice."))
+    second = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder(), base=first.run_id)
+    layout_b = RunLayout(runs_dir / second.run_id)
+    stats = load_manifest(layout_b).phases["index"].stats
+    edited = [c for c in iter_jsonl(layout_b.chunks) if c["source"]["uri"] == "docs/section2/doc042.md"]
+    changed = [c for c in edited if "rewritten" in c["content"]["text"]]
+    # The store started as the base's: only the edited chunk is written, its old version pruned.
+    assert stats["store_copied_from_base"] is True
+    assert (stats["store_writes"], stats["store_pruned"]) == (len(changed), 1) == (1, 1)
+    assert verify_run(second.run_id, runs_dir).ok
+    assert verify_run(first.run_id, runs_dir).ok  # the base's own store is untouched
+    hits = api.search("rewritten twice", second.run_id, runs_dir=runs_dir, top_k=1, mode="keyword").results
+    assert hits and hits[0].chunk_id == changed[0]["chunk_id"]
+    store = open_run_store(layout_b, load_run_config(layout_b))
+    try:
+        assert set(store.all_ids()) == {c["chunk_id"] for c in iter_jsonl(layout_b.chunks)}
+        vectors = {row["chunk_id"]: decode_vector(row["vector"]) for row in iter_jsonl(layout_b.embeddings)}
+        for chunk_id in (changed[0]["chunk_id"], edited[0]["chunk_id"]):  # a new vector and a copied one
+            assert store.query(vectors[chunk_id], 1)[0].id == chunk_id
+    finally:
+        store.close()

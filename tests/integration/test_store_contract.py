@@ -403,3 +403,38 @@ def test_a_server_that_goes_away_mid_upsert_is_a_recoverable_db_error_and_a_reru
         assert stored == IDS[:40] and store.count() == 40
     finally:
         store.close()
+
+
+# ---------------------------------------------------------------- windows of long chunks
+def _windowed(chunks: list[DocumentChunk], long: dict[int, int], seed: int = 0) -> Embedded:
+    """``_embedded`` plus ``long[i]`` window vectors for chunk ``i`` (as ``index.long_chunks: windows`` makes)."""
+    embedded = _embedded(chunks, seed=seed)
+    for i, count in long.items():
+        hashes = [sha256_text(f"window {n} of chunk {i}") for n in range(1, count + 1)]
+        for h in hashes:
+            vector = np.random.default_rng(int(h[:8], 16) + seed).standard_normal(DIMS).astype(np.float32)
+            embedded.vectors[h] = vector / np.linalg.norm(vector)
+        embedded.windows[IDS[i]] = hashes
+    return embedded
+
+
+@stores(STORES)
+def test_a_long_chunks_windows_are_vectors_of_their_own_written_found_and_pruned_with_it(kit: Kit):
+    config = kit.config(kit.collection(), batch_size=7)
+    embedded = _windowed([_chunk(i) for i in range(12)], {3: 2, 10: 1})
+    first = _upsert(kit, config, embedded, "run-1")
+    assert first["verified"] and first["stats"]["vectors_inserted"] == 15
+    windows = ["chunk-003#w1", "chunk-003#w2", "chunk-010#w1"]
+    assert _ids(kit, config, "run-1") == sorted([*IDS[:12], *windows])
+    store = kit.open(config, "run-1")
+    try:
+        hit = store.query(embedded.vectors[embedded.windows[IDS[3]][1]], 1)[0]
+        assert hit.id == "chunk-003#w2" and hit.score == pytest.approx(1.0, abs=1e-4)
+        assert hit.metadata["source.uri"] == "docs/d3.md"  # the chunk's own metadata, filterable
+        assert [h.id for h in store.query(embedded.vectors[embedded.windows[IDS[3]][1]], 1, {"source.uri": "docs/d4.md"})] != [hit.id]
+    finally:
+        store.close()
+    # The chunk shrinks under the window: its windows go with the prune, nothing else is rewritten.
+    second = _upsert(kit, config, _windowed([_chunk(i) for i in range(12)], {10: 1}), "run-1")["stats"]
+    assert (second["vectors_sent"], second["vectors_pruned"]) == (0, 2)
+    assert _ids(kit, config, "run-1") == sorted([*IDS[:12], "chunk-010#w1"])

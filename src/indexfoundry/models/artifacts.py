@@ -35,7 +35,10 @@ class VectorManifest(VersionedArtifact):
     metadata_schema: list[str] = Field(default_factory=list, description="Metadata fields stored with each vector")
     store_text: bool = Field(default=True, description="Whether chunk texts are stored with the vectors")
     store: dict[str, Any] = Field(default_factory=dict, description="Where the store is (no secrets)")
-    vectors: int = Field(description="Vectors of the run")
+    vectors: int = Field(description="Vectors of the run (a long chunk's windows included)")
+    chunks_in_windows: int | None = Field(
+        default=None, description="Chunks longer than the model's window, embedded in windows too (index.long_chunks)"
+    )
 
 
 class UpsertChanges(Strict):

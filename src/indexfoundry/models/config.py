@@ -328,6 +328,14 @@ class IndexConfig(Strict):
         ),
     )
     batch_size: int = Field(default=32, ge=1, le=500, description="Texts per embedding call")
+    long_chunks: Literal["windows", "truncate"] = Field(
+        default="windows",
+        description=(
+            "A chunk longer than the embedding model's token window (known for local and local-int8: 256): "
+            "'windows' embeds it in overlapping windows too and search scores it by its best window; "
+            "'truncate' embeds what the model reads (its first window) only"
+        ),
+    )
     normalize_vectors: bool = Field(default=True, description="L2-normalise vectors")
     dimensions: int | None = Field(
         default=None, ge=1, description="Output dimensions, for models that support shortening (openai, cohere)"

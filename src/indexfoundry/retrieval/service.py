@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from indexfoundry.backends.embedding.providers import Embedder, embed_queries, resolve_embedder
+from indexfoundry.backends.embedding.windows import chunk_of
 from indexfoundry.backends.keyword.bm25 import KeywordIndex
 from indexfoundry.backends.rerank import Reranker, resolve_reranker
 from indexfoundry.backends.stores import CONTAINS_PROVIDERS, VectorStore, keyword_in_store
@@ -250,14 +251,24 @@ class SearchService:
         where = store_where(filters, self.store_fields, contains)
         # Only what the request needs (top_k + offset); four times that when filters must be
         # checked after the store answered, growing until enough hits pass.
-        fetch = min(total, k * 4 if needs_post_filter(filters, self.store_fields, contains) else k)
+        # A long chunk's windows are vectors of their own (``<chunk id>#w1`` ...): each chunk is
+        # kept once, at its best window's score, so twice as many are fetched when there are any.
+        vectors = max(total, self.vector_manifest.vectors)
+        windows = vectors > total
+        fetch = k * 4 if needs_post_filter(filters, self.store_fields, contains) else k
+        fetch = min(vectors, fetch * 2 if windows else fetch)
         vector = embed_queries(self.embedder, [query])[0]
         while True:
             hits = self.store.query(vector, fetch, where)
-            kept = [(h.id, h.score) for h in hits if self._keep(h.id, filters)]
-            if len(kept) >= k or len(hits) < fetch or fetch >= total:
+            best: dict[str, float] = {}
+            for h in hits:
+                cid = chunk_of(h.id) if windows else h.id
+                if cid not in best or h.score > best[cid]:
+                    best[cid] = h.score
+            kept = [(cid, score) for cid, score in best.items() if self._keep(cid, filters)]
+            if len(kept) >= k or len(hits) < fetch or fetch >= vectors:
                 break
-            fetch = min(total, fetch * 4)
+            fetch = min(vectors, fetch * 4)
         kept.sort(key=lambda item: (-item[1], item[0]))
         return kept[:k]
 

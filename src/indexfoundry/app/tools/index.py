@@ -188,6 +188,7 @@ def model_spec(model: EmbedModel) -> str:
 
 
 def _up_to_date(path: Path, model_id: str, chunks: list[DocumentChunk]) -> bool:
+    from indexfoundry.backends.embedding.windows import is_window
     from indexfoundry.storage.hashing import sha256_text
 
     if not path.is_file():
@@ -197,7 +198,8 @@ def _up_to_date(path: Path, model_id: str, chunks: list[DocumentChunk]) -> bool:
     for row in iter_jsonl(path):
         if row.get("model") != model_id:
             return False
-        seen[row["chunk_id"]] = row["text_hash"]
+        if not is_window(row["chunk_id"]):  # a long chunk's windows follow from its text
+            seen[row["chunk_id"]] = row["text_hash"]
     return seen == wanted
 
 
@@ -261,6 +263,7 @@ def index_embed(
 
 def load_embedded(layout: RunLayout, embeddings_path: Path, chunks_path: Path) -> Any:
     """Rebuild what ``embed_chunks`` produced from the files it wrote."""
+    from indexfoundry.backends.embedding.windows import chunk_of, is_window, window_number
     from indexfoundry.phases.index import Embedded, decode_vector
 
     chunks = {row["chunk_id"]: DocumentChunk.model_validate(row) for row in iter_jsonl(chunks_path)}
@@ -272,21 +275,28 @@ def load_embedded(layout: RunLayout, embeddings_path: Path, chunks_path: Path) -
         raise ConfigInvalid(
             f"the embeddings file mixes models: {', '.join(sorted(models))}", suggestion="Embed again with one model"
         )
-    unknown = [r.chunk_id for r in records if r.chunk_id not in chunks]
+    unknown = [r.chunk_id for r in records if chunk_of(r.chunk_id) not in chunks]
     if unknown:
         raise NotFound(
             f"{len(unknown)} embedded chunk ids are not in the chunks file",
             suggestion="Embed the current chunks again (indexfoundry_index_embed)",
         )
-    ordered = sorted((chunks[r.chunk_id] for r in records), key=lambda c: c.chunk_id)
+    own = [r for r in records if not is_window(r.chunk_id)]
+    own_ids = {r.chunk_id for r in own}
+    windows: dict[str, list[str]] = {}
+    # A chunk's windows in their order (#w1, #w2 ...; the file is sorted by id, so #w10 < #w2).
+    for r in sorted((r for r in records if is_window(r.chunk_id)), key=lambda r: window_number(r.chunk_id)):
+        windows.setdefault(chunk_of(r.chunk_id), []).append(r.text_hash)
+    ordered = sorted((chunks[r.chunk_id] for r in own), key=lambda c: c.chunk_id)
     return Embedded(
         chunks=ordered,
-        hashes={r.chunk_id: r.text_hash for r in records},
+        hashes={r.chunk_id: r.text_hash for r in own},
         vectors={r.text_hash: decode_vector(r.vector) for r in records},
         model_id=records[0].model,
         dimensions=records[0].dimensions,
         reused=0,
         embedded=0,
+        windows={cid: windows[cid] for cid in sorted(windows) if cid in own_ids},
     )
 
 

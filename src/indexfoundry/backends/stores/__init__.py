@@ -334,6 +334,37 @@ def prepare_publish(store: VectorStore) -> None:
         method()
 
 
+# Embedded stores a new run can start from a copy of its base run's (files inside the run).
+_RUN_STORES = {"chroma": "chroma_dir", "local": "local_store_dir"}
+
+
+def run_store_path(config: VectorDbConfig, layout: RunLayout) -> Path | None:
+    """Where an embedded store lives inside the run; None for a server or a configured path
+    (one store shared by every run, so there is nothing to copy)."""
+    conn = config.connection
+    if config.provider not in _RUN_STORES or any(k in conn for k in ("host", "url", "path", "uri")):
+        return None
+    path: Path = getattr(layout, _RUN_STORES[config.provider])
+    return path
+
+
+def seed_from_base(config: VectorDbConfig, layout: RunLayout, base: RunLayout) -> bool:
+    """Start a ``--base`` run's embedded store as a copy of its base run's, so its upsert writes
+    only the changes (and prunes what is gone) instead of every vector. The caller checks that
+    the base was indexed with the same store settings and model; the upsert still compares
+    every row and verifies the store against the run. False when there is nothing to copy."""
+    import shutil
+
+    source, target = run_store_path(config, base), run_store_path(config, layout)
+    if source is None or target is None or not source.is_dir() or target.exists():
+        return False
+    staging = target.with_name(f".{target.name}.seeding")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging)
+    staging.replace(target)
+    return True
+
+
 def publish(store: VectorStore) -> None:
     """Make a verified run's vectors the collection's served index (stores that stage writes)."""
     method = getattr(store, "publish", None)

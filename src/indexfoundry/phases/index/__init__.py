@@ -11,13 +11,14 @@ The two halves are plain functions (``embed_chunks``, ``upsert_chunks``) so that
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from indexfoundry.backends.embedding.cache import EmbeddingCache
+from indexfoundry.backends.embedding.windows import local_window_texts, model_window, window_id
 from indexfoundry.backends.embedding.providers import (
     Embedder,
     Vectors,
@@ -34,6 +35,7 @@ from indexfoundry.backends.stores import (
     open_store,
     prepare_publish,
     publish,
+    seed_from_base,
 )
 from indexfoundry.errors import DbError, EmbedError, IndexFoundryError
 from indexfoundry.models.artifacts import UpsertStats, VectorManifest
@@ -49,7 +51,7 @@ from indexfoundry.phases.base import (
     upstream_artifact_hashes,
 )
 from indexfoundry.storage.artifacts import write_artifact
-from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
+from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl, read_json
 from indexfoundry.storage.hashing import sha256_file, sha256_json, sha256_text
 from indexfoundry.storage.layout import RunLayout, cache_dir
 
@@ -224,6 +226,31 @@ class Embedded:
     dimensions: int
     reused: int
     embedded: int
+    # chunk id -> text hashes of its windows after the first (``index.long_chunks: windows``)
+    windows: dict[str, list[str]] = field(default_factory=dict)
+
+    def rows(self) -> list[tuple[str, DocumentChunk, str]]:
+        """(store id, chunk, text hash) of every vector: each chunk, then its windows; by store id."""
+        out = [(c.chunk_id, c, self.hashes[c.chunk_id]) for c in self.chunks]
+        by_id = {c.chunk_id: c for c in self.chunks}
+        for cid, hashes in self.windows.items():
+            out.extend((window_id(cid, n), by_id[cid], h) for n, h in enumerate(hashes, start=1))
+        return sorted(out, key=lambda row: row[0])
+
+
+def chunk_windows(chunks: list[DocumentChunk], texts: dict[str, str], model_id: str, config: IndexConfig) -> dict[str, list[str]]:
+    """chunk id -> texts of its windows after the first, for chunks longer than the model's
+    window (``index.long_chunks: windows`` and a model whose window is known); else empty."""
+    window = model_window(model_id)
+    if config.long_chunks != "windows" or window is None:
+        return {}
+    split = local_window_texts(window)
+    out: dict[str, list[str]] = {}
+    for c in chunks:
+        found = split(texts[c.chunk_id], c.content.text)
+        if found:
+            out[c.chunk_id] = found
+    return out
 
 
 def embed_chunks(
@@ -239,6 +266,10 @@ def embed_chunks(
     texts = {c.chunk_id: c.embedding_text() for c in chunks}
     hashes = {cid: sha256_text(text) for cid, text in texts.items()}
     texts_by_hash = {hashes[cid]: text for cid, text in texts.items()}
+    extra = chunk_windows(chunks, texts, embedder.model_id, config)
+    windows = {cid: [sha256_text(t) for t in found] for cid, found in extra.items()}
+    for cid, found in extra.items():
+        texts_by_hash.update(zip(windows[cid], found, strict=True))
     cache_path = cache_dir(layout.runs_dir) / "embeddings.sqlite"
     vectors, reused, embedded = embed_with_cache(
         cache_path, embedder, texts_by_hash, config.batch_size, progress, executor
@@ -249,20 +280,21 @@ def embed_chunks(
         vectors = {k: matrix[i] for i, k in enumerate(keys)}
     dimensions = int(next(iter(vectors.values())).shape[0]) if vectors else int(embedder.dimensions)
     ordered = sorted(chunks, key=lambda c: c.chunk_id)
+    result = Embedded(ordered, hashes, vectors, embedder.model_id, dimensions, reused, embedded, windows)
     records = [
         EmbeddingRecord(
-            chunk_id=c.chunk_id,
-            text_hash=hashes[c.chunk_id],
-            vector=encode_vector(vectors[hashes[c.chunk_id]]),
+            chunk_id=store_id,
+            text_hash=text_hash,
+            vector=encode_vector(vectors[text_hash]),
             model=embedder.model_id,
             dimensions=dimensions,
         )
-        for c in ordered
+        for store_id, _chunk, text_hash in result.rows()
     ]
     target = embeddings_path or layout.embeddings
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_jsonl(target, records)
-    return Embedded(ordered, hashes, vectors, embedder.model_id, dimensions, reused, embedded)
+    return result
 
 
 def _row_hash(model_id: str, meta: Metadata, text: str | None) -> str:
@@ -292,30 +324,28 @@ def upsert_chunks(
     progress = progress or NullProgress()
     mode = vdb.upsert_mode
     fields = metadata_fields(vdb)
-    chunks = embedded.chunks
+    rows = embedded.rows()  # every chunk's vector, and the windows of long chunks
     store.ensure_collection(embedded.model_id, embedded.dimensions, reset=mode == "replace")
-    ids = [c.chunk_id for c in chunks]
+    ids = [store_id for store_id, _c, _h in rows]
     existing = {} if mode == "replace" else store.existing(ids)
     metas: dict[str, Metadata] = {}
-    for c in chunks:
-        meta = chunk_metadata(c, embedded.hashes[c.chunk_id], fields)
+    for store_id, c, text_hash in rows:
+        meta = chunk_metadata(c, text_hash, fields)
         meta[ROW_HASH_KEY] = _row_hash(embedded.model_id, meta, c.content.text if vdb.store_text else None)
-        metas[c.chunk_id] = meta
+        metas[store_id] = meta
     if mode == "insert":
-        to_write = [c for c in chunks if c.chunk_id not in existing]
+        to_write = [row for row in rows if row[0] not in existing]
     else:
-        to_write = [
-            c for c in chunks if existing.get(c.chunk_id, {}).get(ROW_HASH_KEY) != metas[c.chunk_id][ROW_HASH_KEY]
-        ]
+        to_write = [row for row in rows if existing.get(row[0], {}).get(ROW_HASH_KEY) != metas[row[0]][ROW_HASH_KEY]]
     batch = max(1, min(vdb.batch_size, store.max_batch_size()))
     with progress.task("upsert", total=len(to_write)) as task:
         for start in range(0, len(to_write), batch):
             part = to_write[start : start + batch]
             store.upsert(
-                [c.chunk_id for c in part],
-                np.stack([embedded.vectors[embedded.hashes[c.chunk_id]] for c in part]),
-                [c.content.text for c in part] if vdb.store_text else None,
-                [metas[c.chunk_id] for c in part],
+                [store_id for store_id, _c, _h in part],
+                np.stack([embedded.vectors[text_hash] for _s, _c, text_hash in part]),
+                [c.content.text for _s, c, _h in part] if vdb.store_text else None,
+                [metas[store_id] for store_id, _c, _h in part],
             )
             task.advance(len(part))
     wanted = set(ids)
@@ -335,13 +365,13 @@ def upsert_chunks(
     # Only a store that matches the run may become the served index; the switch itself (pgvector's
     # view) waits for the runner's commit point (``IndexPhase.publish``), after the later guards.
     prepare_publish(store)
-    updated = sum(1 for c in to_write if c.chunk_id in existing)
+    updated = sum(1 for row in to_write if row[0] in existing)
     return {
         "stats": {
             "vectors_sent": len(to_write),
             "vectors_inserted": len(to_write) - updated,
             "vectors_updated": updated,
-            "vectors_unchanged": len(chunks) - len(to_write),
+            "vectors_unchanged": len(rows) - len(to_write),
             "vectors_pruned": len(stale),
             "vectors_failed": 0,
         },
@@ -362,7 +392,9 @@ def vector_manifest(layout: RunLayout, vdb: VectorDbConfig, embedded: Embedded) 
         metadata_schema=list(metadata_fields(vdb)),
         store_text=vdb.store_text,
         store=describe_location(vdb, layout),
-        vectors=len(embedded.chunks),
+        vectors=len(embedded.chunks) + sum(len(w) for w in embedded.windows.values()),
+        # Chunks longer than the model's window, embedded in windows too (each window one vector).
+        chunks_in_windows=len(embedded.windows) if embedded.windows else None,
     )
 
 
@@ -408,6 +440,7 @@ class IndexPhase(Phase):
         committed = committed_vectors(layout, ctx.previous_phase)
         embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.remote_executor)
         ordered = embedded.chunks
+        seeded = not ctx.force and ctx.base_layout is not None and _seed_store(ctx, ctx.base_layout, embedded.model_id)
         store = open_run_store(layout, ctx.config)
         try:
             upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress)
@@ -429,9 +462,12 @@ class IndexPhase(Phase):
             stats={
                 **upsert["stats"],
                 "store_writes": store_ops["vectors_sent"],
+                "store_copied_from_base": seeded,
                 "store_pruned": store_ops["vectors_pruned"],
                 "texts_embedded": embedded.embedded,
                 "texts_from_cache": embedded.reused,
+                "chunks_in_windows": len(embedded.windows),
+                "window_vectors": sum(len(w) for w in embedded.windows.values()),
             },
             details={
                 "model": embedded.model_id,
@@ -440,8 +476,26 @@ class IndexPhase(Phase):
             },
             reused=embedded.reused,
             new=embedded.embedded,
-            record_counts={"indexed/embeddings.jsonl": len(ordered)},
+            record_counts={"indexed/embeddings.jsonl": len(embedded.rows())},
         )
+
+
+def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:
+    """Copy the base run's embedded store when it holds this model's vectors with the same
+    store settings (``--base`` runs then write only what changed)."""
+    from indexfoundry.storage.manifest import load_manifest, load_run_config
+
+    try:
+        entry = load_manifest(base).phases.get("index")
+        same = (
+            entry is not None
+            and entry.status == "completed"
+            and load_run_config(base).index.vector_db == ctx.config.index.vector_db
+            and read_json(base.vector_manifest).get("model_used") == model_id
+        )
+    except (IndexFoundryError, OSError, ValueError):
+        return False
+    return same and seed_from_base(ctx.config.index.vector_db, ctx.layout, base)
 
 
 def committed_vectors(layout: RunLayout, previous: PhaseManifest | None) -> dict[str, str]:
@@ -457,7 +511,7 @@ def committed_vectors(layout: RunLayout, previous: PhaseManifest | None) -> dict
 
 def changes_since(committed: dict[str, str], embedded: Embedded) -> dict[str, int]:
     """Vectors inserted / updated / unchanged / pruned relative to the last committed index."""
-    current = {c.chunk_id: f"{embedded.model_id}|{embedded.hashes[c.chunk_id]}" for c in embedded.chunks}
+    current = {store_id: f"{embedded.model_id}|{text_hash}" for store_id, _c, text_hash in embedded.rows()}
     inserted = sum(1 for cid in current if cid not in committed)
     updated = sum(1 for cid, key in current.items() if cid in committed and committed[cid] != key)
     return {

@@ -25,7 +25,7 @@ from indexfoundry.phases.normalize.build import (
 from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
 from indexfoundry.phases.normalize.dedupe import dedupe_chunks, no_dedupe_report
 from indexfoundry.phases.normalize.enrich import effective_rules, enrich_chunks
-from indexfoundry.phases.normalize.window import token_window, window_stats
+from indexfoundry.phases.normalize.window import token_window, window_stats, windows_embedded
 from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
 
@@ -98,9 +98,18 @@ class NormalizePhase(Phase):
         chunks, enrichment = enrich_chunks(chunks, rules, detect)
         stats["chunks_after_dedupe"] = len(chunks)
         stats.update(window_stats(window, [c.embedding_text() for c in chunks], result.split_for_window))
-        if stats.get("chunks_over_window"):
+        over = stats.get("chunks_over_window")
+        windowed = windows_embedded(ctx.config.index)
+        if over and windowed:
+            stats["chunks_embedded_in_windows"] = over
             ctx.log(
-                f"warning: {stats['chunks_over_window']} chunk(s) are longer than the embedding model's "
+                f"note: {over} chunk(s) are longer than the embedding model's "
+                f"{window.max_tokens if window else '?'}-token window; the index phase embeds each in "
+                "overlapping windows too (index.long_chunks: windows)"
+            )
+        elif over:
+            ctx.log(
+                f"warning: {over} chunk(s) are longer than the embedding model's "
                 f"{window.max_tokens if window else '?'}-token window; their tails are not embedded"
             )
         atomic_write_jsonl(layout.chunks, chunks)

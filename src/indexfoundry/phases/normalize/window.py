@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from indexfoundry.backends.embedding.windows import model_window
 from indexfoundry.models.config import IndexConfig, NormalizeConfig
 from indexfoundry.phases.normalize.chunkers import Span, _trimmed, merge_atoms, split_atoms
 
-# all-MiniLM-L6-v2 (the ``local`` and ``local-int8`` models) reads 256 tokens.
-LOCAL_WINDOW = 256
 _SEPARATORS = ["\n\n", "\n", ". ", "; ", ", ", " "]
 # Part marker wide enough for any section: reserved while a split piece is measured.
 _WIDE_PART = "999/999"
@@ -39,13 +38,6 @@ class TokenWindow:
         return {"max_tokens": self.max_tokens, "tokenizer": self.tokenizer}
 
 
-def model_window(embedding_model: str) -> int | None:
-    """The token window of an embedding model when IndexFoundry knows it (else None)."""
-    if embedding_model.split(":", 1)[0] in ("local", "local-int8"):
-        return LOCAL_WINDOW
-    return None
-
-
 def token_window(normalize: NormalizeConfig, index: IndexConfig) -> TokenWindow | None:
     """The window chunks must fit: ``normalize.max_tokens`` (never above the model's window),
     else the model's window; None when neither is known. Counted with the default model's
@@ -59,6 +51,11 @@ def token_window(normalize: NormalizeConfig, index: IndexConfig) -> TokenWindow 
     from indexfoundry.backends.embedding.onnx_fp32 import local_token_counter, local_tokenizer_id
 
     return TokenWindow(limit, local_tokenizer_id(), local_token_counter())
+
+
+def windows_embedded(index: IndexConfig) -> bool:
+    """Does the index phase embed chunks longer than the model's window in windows?"""
+    return index.long_chunks == "windows" and model_window(index.embedding_model) is not None
 
 
 def embedded_text(span: Span, text: str, part: str | None = None) -> str:
