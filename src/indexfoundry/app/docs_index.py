@@ -32,6 +32,7 @@ from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import frozen_config, load_manifest
+from indexfoundry.storage.memo import enable_memos
 
 log = logging.getLogger("indexfoundry.mcp.docs")
 
@@ -97,6 +98,9 @@ class DocsIndex:
         progress: Any = None,
         on_change: Callable[[str], None] | None = None,
     ) -> None:
+        # Refreshes rebuild the run in this process: per-document chunking, language detection
+        # and BM25 tokenization are memoized, so an edit costs the changed file (storage/memo.py).
+        enable_memos()
         self.folder = folder.resolve()
         self.runs_dir = runs_dir
         self.runs_dir.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,8 @@ upstream phase's manifest and artifacts, never by globbing folders.
 
 from __future__ import annotations
 
+import functools
+
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -50,8 +52,10 @@ class NullProgress:
         yield _NullTask()
 
 
+@functools.lru_cache(maxsize=256)
 def package_version(name: str) -> str:
-    """Installed version of a distribution, or 'not-installed'."""
+    """Installed version of a distribution, or 'not-installed' (read once per process: every
+    phase fingerprint asks, and reading a distribution's metadata costs milliseconds)."""
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:

@@ -25,6 +25,7 @@ from indexfoundry.errors import IndexFoundryError, NotFound
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.storage.atomic import atomic_write_json, read_json
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.memo import Memo
 
 KEYWORD_SCHEMA_VERSION = 1
 STOPWORDS = "en"
@@ -45,14 +46,25 @@ def tokenize(texts: list[str], stemmer: Any | None = None) -> list[list[str]]:
 
     if not texts:
         return []
-    tokens = bm25s.tokenize(
-        texts,
-        stopwords=STOPWORDS,
-        stemmer=stemmer or _stemmer(),
-        return_ids=False,
-        show_progress=False,
-    )
-    return [list(t) for t in tokens]
+    known = _tokens.get_many(texts)
+    todo = sorted({t for t in texts if t not in known})
+    if todo:
+        tokens = bm25s.tokenize(
+            todo,
+            stopwords=STOPWORDS,
+            stemmer=stemmer or _stemmer(),
+            return_ids=False,
+            show_progress=False,
+        )
+        fresh = {text: list(t) for text, t in zip(todo, tokens, strict=True)}
+        _tokens.put_many(fresh)
+        known = {**known, **fresh}
+    return [list(known[t]) for t in texts]
+
+
+# Token lists of texts seen in this process (storage/memo.py; on in docs mode): a refresh after
+# one edit tokenizes only the changed chunks. Each text is tokenized on its own by bm25s.
+_tokens: Memo[list[str]] = Memo(50_000)
 
 
 def keyword_text(chunk: DocumentChunk) -> str:

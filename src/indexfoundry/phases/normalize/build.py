@@ -31,7 +31,8 @@ from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
 from indexfoundry.phases.normalize.positions import TextPositions
 from indexfoundry.phases.normalize.window import TokenWindow, fit_spans
 from indexfoundry.storage.atomic import iter_jsonl
-from indexfoundry.storage.hashing import chunk_id_for, sha256_json, sha256_text
+from indexfoundry.storage.hashing import chunk_id_for, sha256_file, sha256_json, sha256_text
+from indexfoundry.storage.memo import Memo, memos_enabled
 from indexfoundry.storage.layout import RunLayout
 
 
@@ -309,16 +310,45 @@ def chunk_documents(
     (``window.fit_spans``)."""
     limits = limits or Limits(0, ExtractConfig().timeout_s, ExtractConfig().memory_mb)
     jobs = [ChunkFileJob(str(layout.root), doc, config, limits.memory_mb, window) for doc in documents]
+    keys = [_memo_key(layout, job) if memos_enabled() else "" for job in jobs]
+    known_by_key = _chunked_memo.get_many([k for k in keys if k])
+    known = {i: known_by_key[k] for i, k in enumerate(keys) if k in known_by_key}
+    todo = [i for i in range(len(jobs)) if i not in known]
 
     def done(job: ChunkFileJob, outcome: ChunkedDocument | Stopped) -> None:
         if advance is not None:
             advance()
 
-    outcomes = run_isolated(jobs, chunk_file, limits, on_done=done)
+    for i in known:
+        done(jobs[i], known[i])
+    fresh = run_isolated([jobs[i] for i in todo], chunk_file, limits, on_done=done) if todo else []
+    outcomes: dict[int, ChunkedDocument | Stopped] = {**known, **dict(zip(todo, fresh, strict=True))}
+    _chunked_memo.put_many(
+        {
+            keys[i]: outcome
+            for i in todo
+            if keys[i] and isinstance(outcome := outcomes[i], ChunkedDocument) and outcome.error is None
+        }
+    )
     result = ChunkResult()
-    for job, outcome in zip(jobs, outcomes, strict=True):
+    for i, job in enumerate(jobs):
+        outcome = outcomes[i]
         result.add(job.doc, _stopped(job.doc, outcome, limits) if isinstance(outcome, Stopped) else outcome, on_error)
     return result
+
+
+# Documents chunked in this process (storage/memo.py; on in docs mode), by everything their
+# chunks depend on: the extracted document with its text hash, its pages, the config and the
+# window. A docs-mode refresh after one edit chunks only the changed document.
+_chunked_memo: Memo[ChunkedDocument] = Memo(5000)
+
+
+def _memo_key(layout: RunLayout, job: ChunkFileJob) -> str:
+    pages = sha256_file(layout.root / job.doc.pages_path) if job.doc.pages_path else None
+    window = job.window.describe() if job.window is not None else None
+    return sha256_json(
+        {"doc": job.doc.model_dump(mode="json"), "pages": pages, "config": job.config.model_dump(mode="json"), "window": window}
+    )
 
 
 def chunk_documents_remote(

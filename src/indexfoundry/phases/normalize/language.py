@@ -17,6 +17,8 @@ import re
 from functools import cache
 from typing import Any
 
+from indexfoundry.storage.memo import Memo
+
 # Code and links say nothing about the language of the prose around them.
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -24,6 +26,12 @@ _URL = re.compile(r"\w+://\S+")
 _SAMPLE_CHARS = 2000
 _MIN_LETTERS = 20
 MIN_SAMPLE_CHARS = 120
+
+
+# Languages of samples already detected in this process (storage/memo.py; on in docs mode; the
+# detector is deterministic): a refresh after one edit detects only the changed chunks' languages.
+_memo: Memo[str | None] = Memo(20_000)
+_samples: Memo[str | None] = Memo(20_000)
 
 
 @cache
@@ -58,7 +66,10 @@ def detect_language(text: str) -> str | None:
 def detect_grouped_languages(texts: list[str], groups: list[str]) -> list[str | None]:
     """Languages of ``texts``; a text with too little prose of its own takes the language of
     all texts of its group (its document) joined, when those have enough."""
-    samples = [_sample(t) for t in texts]
+    known = _samples.get_many(texts)
+    fresh = {t: _sample(t) for t in texts if t not in known}
+    _samples.put_many(fresh)
+    samples = [known[t] if t in known else fresh[t] for t in texts]
     joined: dict[str, list[str]] = {}
     for sample, group in zip(samples, groups, strict=True):
         if sample is not None:
@@ -66,10 +77,15 @@ def detect_grouped_languages(texts: list[str], groups: list[str]) -> list[str | 
     group_samples = {g: " ".join(parts)[:_SAMPLE_CHARS] for g, parts in joined.items()}
     group_samples = {g: s for g, s in group_samples.items() if len(s) >= MIN_SAMPLE_CHARS}
     own = [s if s is not None and len(s) >= MIN_SAMPLE_CHARS else None for s in samples]
-    todo = sorted({s for s in own if s is not None} | set(group_samples.values()))
-    found = dict(zip(todo, _detector().detect_languages_in_parallel_of(todo), strict=True)) if todo else {}
+    wanted = {s for s in own if s is not None} | set(group_samples.values())
+    found = _memo.get_many(sorted(wanted))
+    todo = sorted(wanted - found.keys())
+    if todo:
+        fresh = {s: _code(lang) for s, lang in zip(todo, _detector().detect_languages_in_parallel_of(todo), strict=True)}
+        found.update(fresh)
+        _memo.put_many(fresh)
     out: list[str | None] = []
     for sample, group in zip(own, groups, strict=True):
         key = sample if sample is not None else group_samples.get(group)
-        out.append(_code(found[key]) if key is not None else None)
+        out.append(found[key] if key is not None else None)
     return out

@@ -10,6 +10,7 @@ limit, and call the served run's ``Run`` handle (``api.open_run``), leased for t
 # they refer to names local to ``create_app`` (the per-app search body model, the guarded run).
 import html
 import json
+import threading
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -693,8 +694,26 @@ def _openapi_builder(app: FastAPI, settings: HttpSettings, include_schemas: bool
 def openapi_spec(
     settings: HttpSettings, include_schemas: bool = True, libraries: LibraryReader | None = None
 ) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the app built from ``settings`` (no run needs to be loaded)."""
-    app = create_app(settings, RunHolder(settings.runs_dir, settings.run_id), libraries)
-    app.openapi_schema = None
-    spec = _openapi_builder(app, settings, include_schemas)()
-    return cast(dict[str, Any], json.loads(json.dumps(spec, sort_keys=True)))
+    """The OpenAPI 3.1 document of the app built from ``settings`` (no run needs to be loaded).
+
+    Which run is served and from where never shapes the document, so without ``libraries`` it
+    is built once per process for the other settings (every docs-mode refresh writes one)."""
+    key = json.dumps(
+        [settings.model_dump(mode="json", exclude={"runs_dir", "run_id"}), include_schemas], sort_keys=True
+    )
+    with _spec_lock:
+        cached = _specs.get(key) if libraries is None else None
+    if cached is None:
+        app = create_app(settings, RunHolder(settings.runs_dir, settings.run_id), libraries)
+        app.openapi_schema = None
+        cached = json.dumps(_openapi_builder(app, settings, include_schemas)(), sort_keys=True)
+        if libraries is None:
+            with _spec_lock:
+                _specs[key] = cached
+                while len(_specs) > 16:
+                    _specs.pop(next(iter(_specs)))
+    return cast(dict[str, Any], json.loads(cached))
+
+
+_specs: dict[str, str] = {}
+_spec_lock = threading.Lock()
