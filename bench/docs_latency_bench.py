@@ -71,7 +71,12 @@ async def measure(docs: Path, runs: Path, edits: int, model: str, timeout: float
                     await asyncio.sleep(0.02)
                 latency = time.monotonic() - written
                 latencies.append(latency)
-                print(json.dumps({"edit": n, "kind": "new page" if n % 2 == 0 else "edit", "latency_s": round(latency, 3)}), flush=True)
+                print(
+                    json.dumps(
+                        {"edit": n, "kind": "new page" if n % 2 == 0 else "edit", "latency_s": round(latency, 3)}
+                    ),
+                    flush=True,
+                )
     return {
         "edits": len(latencies),
         "p50_s": round(statistics.median(latencies), 3),
@@ -89,7 +94,9 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--embedding-model", default="local")
-    parser.add_argument("--runs-dir", type=Path, help="Runs folder (default: a temporary one); its embedding cache is reused")
+    parser.add_argument(
+        "--runs-dir", type=Path, help="Runs folder (default: a temporary one); its embedding cache is reused"
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="Give up on one edit after this many seconds")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="docs-latency-") as tmp:

@@ -54,7 +54,9 @@ def test_default_model_finds_the_theme_pages_of_the_mkdocs_docs_and_embeds_every
     assert manifest["vectors"] == len(ids) > len({i.split("#w")[0] for i in ids})
     assert verify_run(out.run_id, tmp_path / "runs").ok
     # The model's own ranking (the default search mode is hybrid, which mixes in BM25); chunks, each once.
-    response = api.search("how do I change the theme", out.run_id, runs_dir=tmp_path / "runs", top_k=10, mode="semantic")
+    response = api.search(
+        "how do I change the theme", out.run_id, runs_dir=tmp_path / "runs", top_k=10, mode="semantic"
+    )
     chunk_ids = [r.chunk_id for r in response.results]
     assert len(chunk_ids) == len(set(chunk_ids)) == 10 and not any("#w" in c for c in chunk_ids)
     assert response.results[0].source.uri in {

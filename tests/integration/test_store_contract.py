@@ -431,7 +431,9 @@ def test_a_long_chunks_windows_are_vectors_of_their_own_written_found_and_pruned
         hit = store.query(embedded.vectors[embedded.windows[IDS[3]][1]], 1)[0]
         assert hit.id == "chunk-003#w2" and hit.score == pytest.approx(1.0, abs=1e-4)
         assert hit.metadata["source.uri"] == "docs/d3.md"  # the chunk's own metadata, filterable
-        assert [h.id for h in store.query(embedded.vectors[embedded.windows[IDS[3]][1]], 1, {"source.uri": "docs/d4.md"})] != [hit.id]
+        assert [
+            h.id for h in store.query(embedded.vectors[embedded.windows[IDS[3]][1]], 1, {"source.uri": "docs/d4.md"})
+        ] != [hit.id]
     finally:
         store.close()
     # The chunk shrinks under the window: its windows go with the prune, nothing else is rewritten.

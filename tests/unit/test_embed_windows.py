@@ -3,6 +3,8 @@ counted with the default model's real tokenizer (tokenizer.json only: no weights
 
 from __future__ import annotations
 
+import itertools
+
 from indexfoundry.backends.embedding.onnx_fp32 import _packaged_model_dir, tokenizer
 from indexfoundry.backends.embedding.windows import (
     chunk_of,
@@ -38,7 +40,7 @@ def test_windows_fit_cover_the_chunk_to_its_end_and_start_and_end_on_words():
     first = TOK.decode(TOK.encode(BODY).ids[1:255])
     seen = set(first.split()) | {word for w in windows for word in w.split()}
     assert seen == words
-    assert all(set(a.split()) & set(b.split()) for a, b in zip(windows, windows[1:], strict=False))
+    assert all(set(a.split()) & set(b.split()) for a, b in itertools.pairwise(windows))
 
 
 def test_each_window_repeats_the_breadcrumb_unless_it_would_take_half_the_window():

@@ -9,7 +9,6 @@ upstream phase's manifest and artifacts, never by globbing folders.
 from __future__ import annotations
 
 import functools
-
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence

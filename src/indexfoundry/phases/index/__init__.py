@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from indexfoundry.backends.embedding.cache import EmbeddingCache
-from indexfoundry.backends.embedding.windows import local_window_texts, model_window, window_id
 from indexfoundry.backends.embedding.providers import (
     Embedder,
     Vectors,
@@ -26,6 +25,7 @@ from indexfoundry.backends.embedding.providers import (
     l2_normalize,
     resolve_embedder,
 )
+from indexfoundry.backends.embedding.windows import local_window_texts, model_window, window_id
 from indexfoundry.backends.stores import (
     PUBLISHING_PROVIDERS,
     TEXT_HASH_KEY,
@@ -238,7 +238,9 @@ class Embedded:
         return sorted(out, key=lambda row: row[0])
 
 
-def chunk_windows(chunks: list[DocumentChunk], texts: dict[str, str], model_id: str, config: IndexConfig) -> dict[str, list[str]]:
+def chunk_windows(
+    chunks: list[DocumentChunk], texts: dict[str, str], model_id: str, config: IndexConfig
+) -> dict[str, list[str]]:
     """chunk id -> texts of its windows after the first, for chunks longer than the model's
     window (``index.long_chunks: windows`` and a model whose window is known); else empty."""
     window = model_window(model_id)

@@ -32,8 +32,8 @@ from indexfoundry.phases.normalize.positions import TextPositions
 from indexfoundry.phases.normalize.window import TokenWindow, fit_spans
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import chunk_id_for, sha256_file, sha256_json, sha256_text
-from indexfoundry.storage.memo import Memo, memos_enabled
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.memo import Memo, memos_enabled
 
 
 def chunker_config(config: NormalizeConfig) -> dict[str, Any]:
@@ -347,7 +347,12 @@ def _memo_key(layout: RunLayout, job: ChunkFileJob) -> str:
     pages = sha256_file(layout.root / job.doc.pages_path) if job.doc.pages_path else None
     window = job.window.describe() if job.window is not None else None
     return sha256_json(
-        {"doc": job.doc.model_dump(mode="json"), "pages": pages, "config": job.config.model_dump(mode="json"), "window": window}
+        {
+            "doc": job.doc.model_dump(mode="json"),
+            "pages": pages,
+            "config": job.config.model_dump(mode="json"),
+            "window": window,
+        }
     )
 
 

@@ -81,7 +81,9 @@ def detect_grouped_languages(texts: list[str], groups: list[str]) -> list[str | 
     found = _memo.get_many(sorted(wanted))
     todo = sorted(wanted - found.keys())
     if todo:
-        fresh = {s: _code(lang) for s, lang in zip(todo, _detector().detect_languages_in_parallel_of(todo), strict=True)}
+        fresh = {
+            s: _code(lang) for s, lang in zip(todo, _detector().detect_languages_in_parallel_of(todo), strict=True)
+        }
         found.update(fresh)
         _memo.put_many(fresh)
     out: list[str | None] = []

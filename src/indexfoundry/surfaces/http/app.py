@@ -10,8 +10,8 @@ limit, and call the served run's ``Run`` handle (``api.open_run``), leased for t
 # they refer to names local to ``create_app`` (the per-app search body model, the guarded run).
 import html
 import json
-import threading
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from importlib import resources
