@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
 
@@ -60,4 +60,4 @@ class Memo(Generic[V]):
             self._items.clear()
 
 
-_all: list[Memo[object]] = []
+_all: list[Memo[Any]] = []
