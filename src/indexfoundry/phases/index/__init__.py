@@ -396,7 +396,7 @@ def vector_manifest(layout: RunLayout, vdb: VectorDbConfig, embedded: Embedded) 
         store=describe_location(vdb, layout),
         vectors=len(embedded.chunks) + sum(len(w) for w in embedded.windows.values()),
         # Chunks longer than the model's window, embedded in windows too (each window one vector).
-        chunks_in_windows=len(embedded.windows) if embedded.windows else None,
+        **({"chunks_in_windows": len(embedded.windows)} if embedded.windows else {}),
     )
 
 
