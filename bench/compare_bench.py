@@ -172,7 +172,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="compare-bench-") as tmp:
         work = Path(tmp)
         folder = work / "markdown"
-        shutil.copytree(args.corpus, folder)
+        shutil.copytree(args.corpus, folder, copy_function=shutil.copyfile)  # writable copies
         systems: list[Any] = [
             IndexFoundry(work, folder),
             Other("langchain", args.bench_python, work, folder),
@@ -190,16 +190,16 @@ def main() -> None:
         for s in interleaved():
             record("no-change rerun", s.name, round(s.index(), 2))
         record("no-change rerun (--base)", "indexfoundry", round(systems[0].index("base"), 2))
-        edited = folder / EDITED
+        edited = folder / args.edit
         edited.write_text(edited.read_text(encoding="utf-8") + "\n\nA new closing paragraph for the benchmark.\n")
         for s in interleaved():
             record("one-file edit + rerun", s.name, round(s.index(), 2))
         edited.write_text(edited.read_text(encoding="utf-8") + "\n\nA second closing paragraph.\n")
         record("one-file edit + rerun (--base)", "indexfoundry", round(systems[0].index("base"), 2))
-        (folder / DELETED).unlink()
+        (folder / args.delete).unlink()
         for s in interleaved():
             record("one-file delete + rerun", s.name, round(s.index(), 2))
-            record("chunks of the deleted file left", s.name, s.stale(DELETED))
+            record("chunks of the deleted file left", s.name, s.stale(args.delete))
         for s in interleaved():
             record("query p50 ms, top-10 semantic", s.name, s.query_p50())
         if args.busy:

@@ -101,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="docs-latency-") as tmp:
         docs = Path(tmp) / "docs"
-        shutil.copytree(args.docs, docs)
+        shutil.copytree(args.docs, docs, copy_function=shutil.copyfile)  # writable copies
         runs = args.runs_dir or Path(tmp) / "runs"
         result = asyncio.run(measure(docs, runs, args.edits, args.embedding_model, args.timeout))
     print(json.dumps(result), flush=True)
