@@ -160,6 +160,8 @@ def main() -> None:
         "--busy", action="store_true", help="Also a full index with another process spinning on one core"
     )
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--edit", default=EDITED, help="File (relative to the corpus) edited in the edit rows")
+    parser.add_argument("--delete", default=DELETED, help="File (relative to the corpus) deleted in the delete row")
     args = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
 
