@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from indexfoundry.app.tools.connect import ConnectRepoOutput
 from indexfoundry.app.tools.registry import call_tool, load_tools
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import parse_pipeline_config
@@ -187,7 +188,20 @@ def test_connect_repo_tool_reads_a_ref_and_drops_files_deleted_since(tmp_path: P
     first = tool("repo", run, path=str(repo), glob="docs/**/*.md")
     git(repo, "rm", "-q", "docs/gone.md")
     git(repo, "commit", "-qm", "two")
-    second = tool("repo", run, path=str(repo), glob="docs/**/*.md")
+    done = cli(
+        "connect",
+        "repo",
+        str(repo),
+        "--run-id",
+        run.run_id,
+        "--runs-dir",
+        str(run.runs_dir),
+        "--glob",
+        "docs/**/*.md",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    second = ConnectRepoOutput.model_validate_json(done.stdout)
     assert first.files == 2 and first.commit != second.commit
     assert second.removed == ["widget/docs/gone.md"] and second.files == 1
     assert "widget/docs/keep.md" in uris(run) and "widget/docs/gone.md" not in uris(run)

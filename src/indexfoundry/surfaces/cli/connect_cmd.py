@@ -1,6 +1,6 @@
 """``indexfoundry connect``: rerun the phase, and its single-purpose tool commands.
 
-``indexfoundry connect url|sitemap|folder|pdf … --run-id ID`` call the design's
+``indexfoundry connect url|sitemap|folder|pdf|crawl|llms-txt|repo … --run-id ID`` call the design's
 ``indexfoundry_connect_*`` tools on an existing run (the same functions the MCP server exposes).
 """
 
@@ -175,3 +175,87 @@ def pdf_cmd(
             + (f", {meta}" if meta else ""),
         ],
     )
+
+
+def _pages_lines(out: Any) -> list[str]:
+    return [
+        f"stored {out.pages_stored} page(s) ({out.not_modified} not modified), removed {len(out.removed)}, "
+        f"failed {len(out.errors)}",
+        *(f"  {e.error} [{e.url}]" for e in out.errors),
+    ]
+
+
+@app.command("crawl")
+def crawl_cmd(
+    url: str = typer.Argument(..., help="Start URL."),
+    run_id: str = RunId,
+    max_depth: int = typer.Option(3, "--max-depth", help="Link hops followed from the start URL."),
+    max_pages: int = typer.Option(100, "--max-pages", help="Most pages stored."),
+    prefix: str | None = typer.Option(None, "--prefix", help="Only follow links under this URL prefix."),
+    include: list[str] = typer.Option([], "--include", help="Regex a followed URL must match (repeat)."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Regex of URLs never followed (repeat)."),
+    runs_dir: Path | None = RunsDir,
+    json_out: bool = Json,
+) -> None:
+    """Crawl links from a start URL into the run's raw/ (indexfoundry_connect_crawl)."""
+    arguments = {
+        "run_id": run_id,
+        "url": url,
+        "max_depth": max_depth,
+        "max_pages": max_pages,
+        "scope": "prefix" if prefix else None,
+        "prefix": prefix,
+        "include_patterns": include or None,
+        "exclude_patterns": exclude or None,
+    }
+    out: Any = _call("indexfoundry_connect_crawl", arguments, runs_dir)
+    _render(out, json_out, _pages_lines(out))
+    if not out.success:
+        raise typer.Exit(1)
+
+
+@app.command("llms-txt")
+def llms_txt_cmd(
+    url: str = typer.Argument(..., help="llms.txt / llms-full.txt URL, or the site root."),
+    run_id: str = RunId,
+    max_pages: int = typer.Option(200, "--max-pages", help="Most linked pages fetched."),
+    no_markdown: bool = typer.Option(False, "--no-markdown", help="Do not try '<page>.md' first."),
+    runs_dir: Path | None = RunsDir,
+    json_out: bool = Json,
+) -> None:
+    """Read a site's llms.txt and the pages it links into the run's raw/ (indexfoundry_connect_llms_txt)."""
+    arguments = {"run_id": run_id, "url": url, "max_pages": max_pages, "prefer_markdown": not no_markdown}
+    out: Any = _call("indexfoundry_connect_llms_txt", arguments, runs_dir)
+    _render(out, json_out, _pages_lines(out))
+    if not out.success:
+        raise typer.Exit(1)
+
+
+@app.command("repo")
+def repo_cmd(
+    location: str = typer.Argument(..., help="Local repository path, or an http(s) URL to clone."),
+    run_id: str = RunId,
+    ref: str = typer.Option("HEAD", "--ref", help="Branch, tag or commit."),
+    glob: str = typer.Option("**/*", "--glob", help="Files to include, e.g. 'docs/**/*.md'."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Glob of files to leave out (repeat)."),
+    runs_dir: Path | None = RunsDir,
+    json_out: bool = Json,
+) -> None:
+    """Read a git repository's files at a ref into the run's raw/ (indexfoundry_connect_repo)."""
+    remote = location.startswith(("http://", "https://"))
+    arguments = {
+        "run_id": run_id,
+        "url": location if remote else None,
+        "path": None if remote else str(Path(location).expanduser().resolve()),
+        "ref": ref,
+        "glob": glob,
+        "exclude_patterns": exclude or None,
+    }
+    out: Any = _call("indexfoundry_connect_repo", arguments, runs_dir)
+    lines = [
+        f"commit {out.commit}: {out.files} file(s), removed {len(out.removed)}, left out {len(out.errors)}",
+        *(f"  {e.error} [{e.uri}]" for e in out.errors),
+    ]
+    _render(out, json_out, lines)
+    if not out.success:
+        raise typer.Exit(1)
