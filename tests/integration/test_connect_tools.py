@@ -45,12 +45,13 @@ def tool(name: str, layout: RunLayout, **arguments: Any) -> Any:
 
 def test_the_four_connect_tools_are_registered_with_honest_annotations():
     tools = load_tools()
-    for name in ("url", "sitemap", "folder", "pdf"):
+    for name in ("url", "sitemap", "folder", "pdf", "crawl", "llms_txt", "repo"):
         spec = tools[f"indexfoundry_connect_{name}"]
         assert not spec.annotations.read_only and not spec.annotations.destructive and spec.annotations.idempotent
         assert spec.input_model.model_json_schema()["additionalProperties"] is False
     assert not tools["indexfoundry_connect_folder"].annotations.open_world
     assert tools["indexfoundry_connect_url"].annotations.open_world
+    assert all(tools[f"indexfoundry_connect_{n}"].annotations.open_world for n in ("crawl", "llms_txt", "repo"))
 
 
 def test_connect_url_merges_into_the_run_sorted_skips_when_present_and_revalidates_with_force(run: RunLayout):
