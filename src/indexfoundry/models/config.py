@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.base import Strict
+from indexfoundry.models.embedding import EmbeddingModelSpec, parse_embedding_model
 from indexfoundry.models.retrieval import AllowedFilter, RetrievalConfig
 from indexfoundry.models.validation import validation_error
 
@@ -347,6 +348,11 @@ class IndexConfig(Strict):
     timeout_ms: int = Field(default=60000, ge=1000, le=600000, description="Timeout of one embedding request")
     retry_config: RetryConfig = Field(default_factory=RetryConfig, description="Retries of API providers")
     vector_db: VectorDbConfig = Field(default_factory=VectorDbConfig, description="Where vectors go")
+
+    @property
+    def embedding_spec(self) -> EmbeddingModelSpec:
+        """``embedding_model`` as the typed spec (CONFIG_INVALID if it names no known model)."""
+        return parse_embedding_model(self.embedding_model)
 
 
 # ---------------------------------------------------------------- serve

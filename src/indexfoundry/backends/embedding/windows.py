@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from indexfoundry.errors import ConfigInvalid
+from indexfoundry.models.embedding import LocalInt8Model, LocalModel, parse_embedding_model
+
 # all-MiniLM-L6-v2 (the ``local`` and ``local-int8`` models) reads 256 tokens.
 LOCAL_WINDOW = 256
 WINDOW_SEPARATOR = "#w"
@@ -30,9 +33,11 @@ _MARGIN = 2
 
 def model_window(embedding_model: str) -> int | None:
     """The token window of an embedding model when IndexFoundry knows it (else None)."""
-    if embedding_model.split(":", 1)[0] in ("local", "local-int8"):
-        return LOCAL_WINDOW
-    return None
+    try:
+        spec = parse_embedding_model(embedding_model)
+    except ConfigInvalid:
+        return None
+    return LOCAL_WINDOW if isinstance(spec, LocalModel | LocalInt8Model) else None
 
 
 def window_id(chunk_id: str, number: int) -> str:

@@ -10,6 +10,7 @@ import typer
 
 from indexfoundry import api
 from indexfoundry.app.tools.registry import call_tool
+from indexfoundry.models.embedding import HashModel, LocalInt8Model, LocalModel, parse_embedding_model
 from indexfoundry.surfaces.cli.options import Force, Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 from indexfoundry.surfaces.cli.phase_group import phase_group
@@ -30,14 +31,13 @@ def _run(run_id: str, runs_dir: Path | None) -> tuple[Path, str, Any]:
 
 def _model_from_spec(spec: str, dimensions: int | None, api_key_env: str, base_url: str | None) -> dict[str, Any]:
     """``index.embedding_model`` → the tool's ``model`` object."""
-    if spec in ("local", "local-int8") or spec.startswith(("local:", "local-int8:")):
-        name = "all-MiniLM-L6-v2-int8" if spec.startswith("local-int8") else "all-MiniLM-L6-v2"
+    parsed = parse_embedding_model(spec, "--model")
+    if isinstance(parsed, LocalModel | LocalInt8Model):
+        name = "all-MiniLM-L6-v2-int8" if isinstance(parsed, LocalInt8Model) else "all-MiniLM-L6-v2"
         return {"provider": "local", "model_name": name}
-    if spec == "hash" or spec.startswith("hash:"):
-        dims = int(spec.split(":", 1)[1]) if ":" in spec else dimensions or 384
-        return {"provider": "hash", "model_name": "hash", "dimensions": dims}
-    provider, _, name = spec.split(";", 1)[0].partition(":")
-    out: dict[str, Any] = {"provider": provider, "model_name": name, "api_key_env": api_key_env}
+    if isinstance(parsed, HashModel):
+        return {"provider": "hash", "model_name": "hash", "dimensions": parsed.dimensions or dimensions or 384}
+    out: dict[str, Any] = {"provider": parsed.provider, "model_name": parsed.model, "api_key_env": api_key_env}
     if dimensions:
         out["dimensions"] = dimensions
     if base_url:
