@@ -9,12 +9,11 @@ by score. Descriptions are kept short: the tool listing is part of every agent's
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from indexfoundry.app.libraries import Library, LibraryRegistry
+from indexfoundry.app.libraries import Library, LibraryReader, LibraryRegistry
 from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResult
 from indexfoundry.retrieval.budget import (
@@ -155,12 +154,6 @@ class LibraryListPagesOutput(ListPagesOutput, Labeled):
     """``list_pages`` answer."""
 
 
-def _iso(stamp: float | None) -> str | None:
-    if stamp is None:
-        return None
-    return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 class LibraryTools:
     """The library-aware retrieval tools over a registry."""
 
@@ -170,25 +163,8 @@ class LibraryTools:
 
     def list_libraries(self, payload: ListLibrariesInput) -> ListLibrariesOutput:
         """Every library version served, with its run, indexing time and page count."""
-        out = []
-        seen: set[str] = set()
-        for lib in self.registry.libraries():
-            if payload.name is not None and lib.name != payload.name:
-                continue
-            with self.retrieval.using(lib.run_id()) as run:
-                out.append(
-                    LibraryVersion(
-                        name=lib.name,
-                        version=lib.version,
-                        latest=lib.name not in seen,
-                        run_id=run.id,
-                        indexed_at=run.indexed_at,
-                        checked_at=_iso(lib.checked_at) if lib.remote() else None,
-                        pages=len(run.pages.documents),
-                    )
-                )
-            seen.add(lib.name)
-        return ListLibrariesOutput(libraries=out)
+        listed = LibraryReader(self.registry, self.retrieval).list(payload.name)
+        return ListLibrariesOutput(libraries=[LibraryVersion(**v.model_dump()) for v in listed.libraries])
 
     def search_docs(self, payload: LibrarySearchInput) -> TextAnswer:
         """Search one library (or all), labelling each result with its library and version.
