@@ -124,3 +124,14 @@ def test_embedding_with_an_exported_model_never_imports_torch(onnx, cache_dir: P
 def test_an_empty_call_returns_no_rows(onnx):
     assert onnx.embed([]).shape == (0, 384)
     assert np.all(np.isfinite(onnx.embed([""])))
+
+
+def test_the_model_sent_to_a_worker_is_the_same_onnx_file_and_embeds_the_same(onnx):
+    import pickle
+
+    from indexfoundry.backends.embedding.devices import CPU
+
+    # A Ray worker receives the embedder pickled: it names the ONNX file by its hash.
+    received = pickle.loads(pickle.dumps(onnx))
+    assert received.model_id == onnx.model_id and received.device == CPU
+    assert np.array_equal(received.embed(TEXTS[:3]), onnx.embed(TEXTS[:3]))

@@ -25,7 +25,8 @@ R = TypeVar("R")
 
 # What one item is: a document (extract, normalize) or a batch of texts to embed. An executor
 # may place them differently: embedding batches go to long-lived workers that keep a model loaded.
-WorkKind = Literal["document", "embed"]
+# "store": a batch of vectors upserted into a server store by a worker.
+WorkKind = Literal["document", "embed", "store"]
 
 
 class Executor(ABC):
@@ -49,9 +50,18 @@ class Executor(ABC):
         (in any order: progress, and writes that are content-addressed)."""
 
     def report(self) -> dict[str, Any]:
-        """Figures since the last call (per-worker counts), for the phase manifest's
-        ``details.executor``; empty for the local executor."""
+        """Figures since the last call (per-worker counts, retries, devices), for the phase
+        manifest's ``details.executor``; empty for the local executor."""
         return {}
+
+    def embedding_device(self, embedder: Any) -> str:
+        """The device class ``embedder``'s batches will run on (``cpu`` or ``cuda``): it keys
+        the embedding cache, so vectors made on GPUs never stand in for CPU vectors."""
+        return "cpu"
+
+    def embedding_devices(self) -> list[str]:
+        """Devices the embedding workers ran on since the last report (empty: this process, the CPU)."""
+        return []
 
     def close(self) -> None:
         """Release workers and connections."""

@@ -9,10 +9,15 @@ byte-identical to a local run's.
   inside each task in a limited child process, exactly as locally (``extract.timeout_s``,
   ``extract.memory_mb``), so a hostile file fails alone with the same PARSE_ERROR.
 - Embedding batches go to a pool of actors. Each actor keeps the model it loaded for its
-  whole life (loaded once per worker), and asks Ray for ``execution.num_gpus`` GPUs.
-- A task whose worker process or node died is retried by Ray, ``execution.max_retries``
-  times (actors are restarted as often); after that the phase fails, recoverable: rerun the
-  run with ``--run-id`` to resume it.
+  whole life (loaded once per worker), and asks Ray for ``execution.num_gpus`` GPUs: an actor
+  given a GPU places the model on it (``backends/embedding/devices.py``), the others stay on
+  the CPU path; the phase manifest records each actor's device.
+- Store batches of a server store (``takes_concurrent_writers``) are tasks too: workers upsert
+  what the driver chose, concurrently; an embedded store is written by the driver only.
+- An item whose worker process or node died is sent again by the driver, at most
+  ``execution.max_retries`` times per item (a dead actor is restarted as often), and counted
+  (``details.executor.retries``); after that the phase fails, recoverable: rerun the run with
+  ``--run-id`` to resume it. A driver that dies leaves the run to ``--run-id`` as well.
 
 Usage statistics are off (``RAY_USAGE_STATS_ENABLED=0``) and no dashboard is started.
 """
@@ -32,6 +37,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import ray
 import ray.exceptions
 
+from indexfoundry.backends.embedding.devices import Device, detect_device
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.models.config import ExecutionConfig
 from indexfoundry.pipeline.executors import Executor, WorkKind
@@ -45,19 +51,45 @@ def _node() -> str:
 
 
 def run_document_task(fn: Callable[[Any], Any], item: Any) -> tuple[Any, str]:
-    """One document's work on a worker; returns the result and the node it ran on."""
+    """One document's (or one store batch's) work on a worker; the result and the node it ran on."""
     return fn(item), _node()
 
 
 @ray.remote
 class EmbedWorker:
-    """A long-lived embedding worker: what ``fn`` loads (the model) stays loaded across batches."""
+    """A long-lived embedding worker: what ``fn`` loads (the model) stays loaded across batches,
+    on the device this worker was given (``devices.detect_device``: its GPU, else the CPU)."""
 
     def __init__(self, label: str) -> None:
         self.label = label
+        self.device = detect_device(ray.get_gpu_ids())
 
-    def run(self, fn: Callable[[Any], Any], item: Any) -> tuple[Any, str]:
-        return fn(item), self.label
+    def run(self, fn: Callable[[Any], Any], item: Any) -> tuple[Any, str, Device]:
+        placed = getattr(fn, "placed", None)
+        if callable(placed):
+            fn = placed(self.device)
+        device = getattr(fn, "device", None)
+        return fn(item), self.label, device if isinstance(device, Device) else self.device
+
+
+# A worker process or node that died (or its results lost with it): the item is sent again. An
+# exception raised by the item's own code (RayTaskError) is not: it would fail again.
+LOST = (
+    ray.exceptions.WorkerCrashedError,
+    ray.exceptions.NodeDiedError,
+    ray.exceptions.RayActorError,
+    ray.exceptions.ObjectLostError,
+    ray.exceptions.LocalRayletDiedError,
+    ray.exceptions.OutOfMemoryError,
+)
+
+
+class _Lost(Exception):
+    """An item's worker process or node died; ``reason`` names Ray's error."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class _Feed:
@@ -104,7 +136,10 @@ class RayExecutor(Executor):
         self.address = config.address
         self._connected_here = False
         self._actors: list[Any] = []
-        self._counts: Counter[str] = Counter()
+        self._counts: Counter[str] = Counter()  # items done, by worker (node or actor)
+        self._kinds: Counter[str] = Counter()  # items done, by kind
+        self._retries: Counter[str] = Counter()  # items sent again after their worker died, by kind
+        self._devices: dict[str, Device] = {}  # where each embedding actor's model ran
         self._connect()
 
     # ---------------------------------------------------------------- connection
@@ -155,28 +190,38 @@ class RayExecutor(Executor):
         fn_ref = ray.put(fn)  # shipped once, not with every item
         if kind == "embed":
             return self._map_actors(fn_ref, items, on_result)
-        return self._map_tasks(fn_ref, items, on_result)
+        return self._map_tasks(fn_ref, items, kind, on_result)
 
-    def _map_tasks(self, fn_ref: Any, items: Sequence[Any], on_result: Callable[[int, Any], None] | None) -> list[Any]:
+    def _map_tasks(
+        self, fn_ref: Any, items: Sequence[Any], kind: WorkKind, on_result: Callable[[int, Any], None] | None
+    ) -> list[Any]:
         task = ray.remote(run_document_task).options(
-            num_cpus=self.config.num_cpus,
-            max_retries=self.config.max_retries,
-            retry_exceptions=False,  # a worker or node that died is retried; a bug is not
-            name="indexfoundry-document",
+            num_cpus=self.config.num_cpus if kind == "document" else 0.25,  # store batches wait on I/O
+            max_retries=0,  # sent again by this loop, counted (_retry)
+            retry_exceptions=False,
+            name="indexfoundry-document" if kind == "document" else "indexfoundry-store",
         )
         window = max(4, 2 * max(1, self.cluster()["cpus"]))  # bounded: a million documents are not all sent
         results: list[Any] = [None] * len(items)
         feed = _Feed(items)
+        again: deque[int] = deque()  # items whose worker died, to send again
+        attempts: Counter[int] = Counter()
         pending: dict[Any, int] = {}
-        while feed or pending:
-            while feed and len(pending) < window:
-                index, item = feed.next()
-                pending[task.remote(fn_ref, item)] = index
+        while feed or again or pending:
+            while (feed or again) and len(pending) < window:
+                index = again.popleft() if again else feed.next()[0]
+                pending[task.remote(fn_ref, items[index])] = index
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 index = pending.pop(ref)
-                result, where = self._get(ref, "document")
+                try:
+                    result, where = self._get(ref, kind)
+                except _Lost as lost:
+                    self._retry(kind, index, attempts, lost)
+                    again.append(index)
+                    continue
                 self._counts[f"node:{where}"] += 1
+                self._kinds[kind] += 1
                 results[index] = result
                 if on_result is not None:
                     on_result(index, result)
@@ -192,13 +237,14 @@ class RayExecutor(Executor):
             size = max(1, int(cluster["gpus"] / self.config.num_gpus))
         else:
             size = max(1, int(cluster["cpus"] / self.config.num_cpus))
-        retries = self.config.max_retries
         self._actors = [
             EmbedWorker.options(  # type: ignore[attr-defined]
                 num_cpus=self.config.num_cpus,
                 num_gpus=self.config.num_gpus,
-                max_restarts=retries,
-                max_task_retries=retries,
+                # A dead actor is restarted (its model loaded again); its batches are sent again
+                # by _map_actors, counted.
+                max_restarts=self.config.max_retries,
+                max_task_retries=0,
             ).remote(f"actor-{number}")
             for number in range(size)
         ]
@@ -208,57 +254,109 @@ class RayExecutor(Executor):
         actors = self._pool()
         results: list[Any] = [None] * len(items)
         feed = _Feed(items)
+        again: deque[int] = deque()  # items whose worker died, to send again
+        attempts: Counter[int] = Counter()
         pending: dict[Any, tuple[int, Any]] = {}
         free = deque(actors * 2)  # two batches per actor: the next one is ready when one finishes
-        while feed or pending:
-            while feed and free:
+        while feed or again or pending:
+            while (feed or again) and free:
                 actor = free.popleft()
-                index, item = feed.next()
-                pending[actor.run.remote(fn_ref, item)] = (index, actor)
+                index = again.popleft() if again else feed.next()[0]
+                pending[actor.run.remote(fn_ref, items[index])] = (index, actor)
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 index, actor = pending.pop(ref)
-                result, label = self._get(ref, "embedding batch")
+                free.append(actor)  # a restarted actor takes batches again
+                try:
+                    result, label, device = self._get(ref, "embed")
+                except _Lost as lost:
+                    self._retry("embed", index, attempts, lost)
+                    again.append(index)
+                    continue
                 self._counts[label] += 1
+                self._kinds["embed"] += 1
+                self._devices[label] = device
                 results[index] = result
-                free.append(actor)
                 if on_result is not None:
                     on_result(index, result)
         return results
 
-    def _get(self, ref: Any, what: str) -> Any:
+    def _get(self, ref: Any, kind: WorkKind) -> Any:
+        what = {"document": "document", "embed": "embedding batch", "store": "store batch"}[kind]
         try:
             return ray.get(ref)
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause
             if isinstance(cause, IndexFoundryError):
                 raise cause from None
+            if isinstance(cause, LOST):  # an actor call's own wrapper around a lost worker
+                raise _Lost(type(cause).__name__) from None
             raise IndexFoundryError(
                 f"a {what} failed on the Ray cluster at {self.address}: {' '.join(str(cause).split())[:300]}",
                 code="INTERNAL_ERROR",
                 suggestion="Report the problem with this input",
             ) from None
+        except LOST as exc:
+            raise _Lost(type(exc).__name__) from None
         except ray.exceptions.RayError as exc:
             raise IndexFoundryError(
-                f"a {what} was lost on the Ray cluster at {self.address} after "
-                f"{self.config.max_retries} retries: {type(exc).__name__}",
+                f"a {what} failed on the Ray cluster at {self.address}: {type(exc).__name__}",
                 code="INTERNAL_ERROR",
                 recoverable=True,
                 suggestion="Check the cluster's nodes, then rerun with --run-id to resume the run",
                 details={"address": self.address},
             ) from None
 
+    def _retry(self, kind: WorkKind, index: int, attempts: Counter[int], lost: _Lost) -> None:
+        """A worker died under item ``index``: count the retry (the caller sends the item again),
+        or fail the phase, recoverable, once the item was retried ``max_retries`` times."""
+        attempts[index] += 1
+        if attempts[index] > self.config.max_retries:
+            what = {"document": "document", "embed": "embedding batch", "store": "store batch"}[kind]
+            raise IndexFoundryError(
+                f"a {what} was lost on the Ray cluster at {self.address} after "
+                f"{self.config.max_retries} retries: {lost.reason}",
+                code="INTERNAL_ERROR",
+                recoverable=True,
+                suggestion="Check the cluster's nodes, then rerun with --run-id to resume the run",
+                details={"address": self.address},
+            ) from None
+        self._retries[kind] += 1
+
     # ---------------------------------------------------------------- report, close
+    def embedding_device(self, embedder: Any) -> str:
+        """``cuda`` when embedding actors ask for GPUs and the embedder has a model to place on
+        one (the embedding cache then keeps their vectors apart from CPU vectors), else ``cpu``."""
+        placeable = callable(getattr(embedder, "on_device", None))
+        return "cuda" if self.config.num_gpus > 0 and placeable else "cpu"
+
+    def embedding_devices(self) -> list[str]:
+        """The devices the embedding actors ran their model on, since the last report."""
+        return sorted({device.label for device in self._devices.values()})
+
     def report(self) -> dict[str, Any]:
-        counts, self._counts = self._counts, Counter()
-        if not counts:
+        """``details.executor``: items done per worker and per kind, items sent again after their
+        worker died (per kind), and where each embedding actor's model ran (with the reason when
+        a GPU it was given could not be used). Reset after each phase."""
+        counts, kinds, retries, devices = self._counts, self._kinds, self._retries, self._devices
+        self._counts, self._kinds, self._retries, self._devices = Counter(), Counter(), Counter(), {}
+        if not counts and not retries:
             return {"engine": "ray"}
-        return {
+        out: dict[str, Any] = {
             "engine": "ray",
             "nodes": self.cluster()["nodes"],
             "embed_workers": len(self._actors),
             "items_by_worker": dict(sorted(counts.items())),
+            "items_by_kind": dict(sorted(kinds.items())),
+            "retries": sum(retries.values()),
+            "retries_by_kind": dict(sorted(retries.items())),
         }
+        if devices:
+            out["devices"] = {label: device.label for label, device in sorted(devices.items())}
+            notes = {label: d.reason for label, d in sorted(devices.items()) if d.kind == "cpu" and "GPU" in d.reason}
+            if notes:
+                out["device_notes"] = notes
+        return out
 
     def close(self) -> None:
         for actor in self._actors:

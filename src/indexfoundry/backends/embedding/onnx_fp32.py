@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from indexfoundry.backends.embedding.devices import CPU, Device, actual_onnx_device, session_providers
 from indexfoundry.backends.embedding.providers import (
     LOCAL_MODEL_DIMENSIONS,
     LOCAL_MODEL_NAME,
@@ -67,7 +68,7 @@ EXPORT_TOOLS = ("torch", "onnx", "onnxscript")
 
 _lock = threading.Lock()
 _tokenizer_lock = threading.Lock()
-_sessions: dict[tuple[str, int], Any] = {}
+_sessions: dict[tuple[str, int, str], Any] = {}
 _tokenizers: dict[tuple[str, int | None], Any] = {}
 
 
@@ -343,8 +344,9 @@ def default_threads() -> int:
     return max(1, min(4, cores))
 
 
-def session(path: Path, threads: int | None = None) -> Any:
-    """An ONNX Runtime CPU session: ``threads`` intra-op threads that sleep instead of spinning."""
+def session(path: Path, threads: int | None = None, providers: list[Any] | None = None) -> Any:
+    """An ONNX Runtime session (CPU unless ``providers`` says otherwise: ``devices.session_providers``):
+    ``threads`` intra-op threads that sleep instead of spinning."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -353,15 +355,15 @@ def session(path: Path, threads: int | None = None) -> Any:
     options.inter_op_num_threads = 1
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(str(path), options, providers=providers or ["CPUExecutionProvider"])
 
 
-def cached_session(path: Path, threads: int | None = None) -> Any:
+def cached_session(path: Path, threads: int | None = None, device: Device = CPU) -> Any:
     count = threads or default_threads()
-    key = (str(path), count)
+    key = (str(path), count, device.label)
     with _lock:
         if key not in _sessions:
-            _sessions[key] = session(path, count)
+            _sessions[key] = session(path, count, session_providers(device))
         return _sessions[key]
 
 
@@ -370,7 +372,7 @@ class OnnxEmbedder:
 
     backend = "onnxruntime"
 
-    def __init__(self, path: Path | None = None, threads: int | None = None) -> None:
+    def __init__(self, path: Path | None = None, threads: int | None = None, device: Device = CPU) -> None:
         try:
             import onnxruntime  # noqa: F401
             import tokenizers  # noqa: F401
@@ -384,8 +386,38 @@ class OnnxEmbedder:
         self.dimensions = LOCAL_MODEL_DIMENSIONS
         self.model_id = f"local:{LOCAL_MODEL_NAME}@{LOCAL_MODEL_SHA256[:12]}+onnx@{self.file_sha256[:12]}"
         self.threads = threads
-        self._session = cached_session(self.path, threads)
+        self._wanted = device
+        self._session_: Any = None
+        self._device: Device | None = None
         self._tokenizer = tokenizer(self.model_dir)
+
+    @property
+    def _session(self) -> Any:
+        """The ONNX Runtime session, made at first use (a worker places the model first)."""
+        if self._session_ is None:
+            self._session_ = cached_session(self.path, self.threads, self._wanted)
+        return self._session_
+
+    @property
+    def device(self) -> Device:
+        """Where the session really runs (ONNX Runtime falls back to the CPU without a word)."""
+        if self._device is None:
+            self._device = actual_onnx_device(self._session, self._wanted)
+        return self._device
+
+    def __reduce__(self) -> Any:
+        # Sent to a worker as the hash of the ONNX file: the worker runs that same file.
+        return (onnx_embedder_for, (self.file_sha256, self.threads))
+
+    def on_device(self, device: Device) -> tuple[Any, Device]:
+        """This model on ``device``: ONNX Runtime's CUDA provider, or for a torch device the same
+        weights under sentence-transformers; and the device it really runs on."""
+        if device.kind == "cuda" and device.runtime == "torch":
+            from indexfoundry.backends.embedding.providers import local_st_embedder
+
+            return local_st_embedder().on_device(device)
+        placed = OnnxEmbedder(self.path, self.threads, device)
+        return placed, placed.device
 
     def embed(self, texts: list[str]) -> Vectors:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
@@ -406,3 +438,20 @@ class OnnxEmbedder:
                     out[row] = np.ascontiguousarray(hidden[i, :n]).mean(axis=0)
         # The model's last module (modules.json: Pooling, then Normalize) makes unit vectors.
         return l2_normalize(out)
+
+
+def onnx_embedder_for(sha256: str, threads: int | None = None) -> OnnxEmbedder:
+    """On a worker: the ONNX file whose SHA-256 is ``sha256`` (the driver's, which the model id
+    names), from this machine's cache or exported here; a different export is refused, since its
+    vectors would differ from the driver's."""
+    path = find_export(sha256)
+    if path is None:
+        path = ensure_fp32_model()
+        if file_sha256(path) != sha256:
+            raise EmbedError(
+                f"the local model's ONNX export on this worker ({file_sha256(path)[:12]}) is not the "
+                f"driver's ({sha256[:12]}): another torch/onnxscript version exported it",
+                suggestion="Install the same torch and onnxscript versions on every node, or give the "
+                "nodes one shared INDEXFOUNDRY_CACHE_DIR",
+            )
+    return OnnxEmbedder(path, threads)

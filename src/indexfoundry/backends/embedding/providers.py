@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import numpy.typing as npt
 
+from indexfoundry.backends.embedding.devices import CPU, Device, torch_device
 from indexfoundry.errors import ConfigInvalid, EmbedError, IndexFoundryError, missing_extra
 from indexfoundry.models.config import IndexConfig, RetryConfig
 from indexfoundry.models.embedding import (
@@ -166,10 +167,11 @@ def configure_torch_threads() -> int:
     return threads
 
 
-def _load_sentence_transformer(name_or_path: str) -> Any:
+def _load_sentence_transformer(name_or_path: str, device: str = "cpu") -> Any:
     _offline_env()
+    key = name_or_path if device == "cpu" else f"{name_or_path}@{device}"
     with _load_lock:
-        if name_or_path not in _models:
+        if key not in _models:
             configure_torch_threads()
             try:
                 from sentence_transformers import SentenceTransformer
@@ -182,33 +184,55 @@ def _load_sentence_transformer(name_or_path: str) -> Any:
                     suggestion="pip install torch==2.13.0 sentence-transformers (see README)",
                 ) from None
             try:
-                _models[name_or_path] = SentenceTransformer(name_or_path, device="cpu", local_files_only=True)
+                _models[key] = SentenceTransformer(name_or_path, device=device, local_files_only=True)
             except OSError as exc:
                 raise EmbedError(
                     f"cannot load sentence-transformers model '{name_or_path}' offline: {exc}",
                     suggestion="Pass a local model folder; nothing is downloaded at run time",
                 ) from None
-        return _models[name_or_path]
+        return _models[key]
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model on the CPU, one text per forward pass (deterministic)."""
+    """A sentence-transformers model on the CPU (or the CUDA device an embedding worker was
+    given: ``on_device``), one text per forward pass (deterministic)."""
 
-    def __init__(self, name_or_path: str, model_id: str, dimensions: int | None = None) -> None:
+    backend = "sentence-transformers"
+
+    def __init__(self, name_or_path: str, model_id: str, dimensions: int | None = None, device: Device = CPU) -> None:
         self.name_or_path = name_or_path
         self.model_id = model_id
         self.truncate_dim = dimensions
+        self.device = device
         self._model: Any = None
         if model_id.startswith("local:"):
             self.dimensions = LOCAL_MODEL_DIMENSIONS
         else:
             self.dimensions = dimensions or int(self.model.get_embedding_dimension())
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to workers without the loaded model: each worker loads it once, where it runs.
+        return {**self.__dict__, "_model": None}
+
     @property
     def model(self) -> Any:
         if self._model is None:
-            self._model = _load_sentence_transformer(self.name_or_path)
+            self._model = _load_sentence_transformer(self.name_or_path, torch_device(self.device))
         return self._model
+
+    def on_device(self, device: Device) -> tuple[SentenceTransformerEmbedder, Device]:
+        """This model on ``device`` under torch (an ONNX Runtime device has a torch twin: CUDA is
+        CUDA); the CPU, with the reason, when torch has no CUDA here."""
+        if device.kind == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                device = Device("cpu", reason="torch has no CUDA in this worker: running on the CPU")
+            else:
+                device = Device("cuda", device.index or 0, "torch", device.reason)
+        placed = SentenceTransformerEmbedder(self.name_or_path, self.model_id, self.truncate_dim, device)
+        placed.dimensions = self.dimensions
+        return placed, device
 
     def embed(self, texts: list[str]) -> Vectors:
         if not texts:

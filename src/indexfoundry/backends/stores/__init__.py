@@ -365,6 +365,23 @@ def seed_from_base(config: VectorDbConfig, layout: RunLayout, base: RunLayout) -
     return True
 
 
+def takes_concurrent_writers(config: VectorDbConfig) -> bool:
+    """True for the server stores, which several processes may upsert into at once (Chroma in
+    client/server mode, pgvector, remote Qdrant and Milvus, Pinecone). Embedded stores (Chroma's
+    folder, the local store, Qdrant's local mode, Milvus Lite) are written by one process only:
+    on a cluster, the driver."""
+    conn = config.connection
+    if config.provider in ("pgvector", "pinecone"):
+        return True
+    if config.provider == "chroma":
+        return bool(conn.get("host"))
+    if config.provider == "qdrant":
+        return bool(conn.get("url") or conn.get("host"))
+    if config.provider == "milvus":
+        return "://" in str(conn.get("uri", ""))
+    return False
+
+
 def publish(store: VectorStore) -> None:
     """Make a verified run's vectors the collection's served index (stores that stage writes)."""
     method = getattr(store, "publish", None)

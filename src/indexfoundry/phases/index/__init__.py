@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from indexfoundry.backends.embedding.cache import EmbeddingCache
+from indexfoundry.backends.embedding.devices import CPU, Device, place
 from indexfoundry.backends.embedding.providers import (
     Embedder,
     Vectors,
@@ -36,6 +37,7 @@ from indexfoundry.backends.stores import (
     prepare_publish,
     publish,
     seed_from_base,
+    takes_concurrent_writers,
 )
 from indexfoundry.errors import DbError, EmbedError, IndexFoundryError
 from indexfoundry.models.artifacts import UpsertStats, VectorManifest
@@ -142,9 +144,9 @@ def _embed_batch(embedder: Embedder, texts: list[str], where: str, number: int) 
     return result
 
 
-# Embedders of a worker process, by model id: a worker keeps the first one it was sent, so
-# the model is loaded once per worker however many batches it embeds.
-_WORKER_EMBEDDERS: dict[str, Embedder] = {}
+# Embedders of a worker process, by model id and device: a worker keeps the first one it was
+# sent, placed on its device, so the model is loaded once per worker however many batches it embeds.
+_WORKER_EMBEDDERS: dict[tuple[str, str], tuple[Embedder, Device]] = {}
 
 
 @dataclass(frozen=True)
@@ -158,14 +160,33 @@ class EmbedBatch:
 
 @dataclass(frozen=True)
 class EmbedOnWorker:
-    """The per-batch function an executor runs: the driver's embedder, loaded once per worker."""
+    """The per-batch function an executor runs: the driver's embedder, loaded once per worker.
+
+    An embedding worker calls ``placed(its device)`` first (``devices.detect_device``: the GPU it
+    was given, else the CPU); ``device`` is then where the model really runs."""
 
     embedder: Embedder
+    device: Device | None = None
+
+    def placed(self, device: Device) -> EmbedOnWorker:
+        key = (self.embedder.model_id, device.label)
+        if key not in _WORKER_EMBEDDERS:
+            _WORKER_EMBEDDERS[key] = place(self.embedder, device)
+        embedder, where = _WORKER_EMBEDDERS[key]
+        return EmbedOnWorker(embedder, where)
 
     def __call__(self, batch: EmbedBatch) -> Vectors:
-        embedder = _WORKER_EMBEDDERS.setdefault(self.embedder.model_id, self.embedder)
-        where = f"batch {batch.number}/{batch.batches} ({len(batch.texts)} texts) of model {embedder.model_id}"
-        return _embed_batch(embedder, batch.texts, where, batch.number)
+        if self.device is None:
+            return self.placed(CPU)(batch)
+        where = f"batch {batch.number}/{batch.batches} ({len(batch.texts)} texts) of model {self.embedder.model_id}"
+        return _embed_batch(self.embedder, batch.texts, where, batch.number)
+
+
+def cache_model_key(model_id: str, device: str) -> str:
+    """The embedding cache's model key: the model id for vectors made on the CPU; the model id and
+    ``|cuda`` for vectors made on GPUs, which equal the CPU's only to float tolerance, so that a
+    CPU run never reuses them (and stays byte-identical to every other CPU run)."""
+    return model_id if device == "cpu" else f"{model_id}|{device}"
 
 
 def embed_with_cache(
@@ -185,8 +206,10 @@ def embed_with_cache(
     """
     progress = progress or NullProgress()
     cache = EmbeddingCache(cache_path)
+    device = executor.embedding_device(embedder) if executor is not None else "cpu"
+    key = cache_model_key(embedder.model_id, device)
     try:
-        vectors = cache.get_many(embedder.model_id, texts_by_hash)
+        vectors = cache.get_many(key, texts_by_hash)
         # Similar lengths side by side: a batching embedder pads less (vectors do not depend on it).
         missing = sorted((h for h in texts_by_hash if h not in vectors), key=lambda h: (len(texts_by_hash[h]), h))
         reused = len(vectors)
@@ -196,7 +219,7 @@ def embed_with_cache(
 
             def keep(index: int, result: Vectors) -> None:
                 fresh = {h: result[i] for i, h in enumerate(parts[index])}
-                cache.put_many(embedder.model_id, fresh)
+                cache.put_many(key, fresh)
                 vectors.update(fresh)
                 task.advance(len(fresh))
 
@@ -309,11 +332,49 @@ def verify_ids(store: VectorStore, wanted: set[str]) -> tuple[list[str], list[st
     return sorted(wanted - present), sorted(present - wanted)
 
 
+@dataclass(frozen=True)
+class UpsertBatch:
+    """One batch of the driver's upsert, written by a worker (a server store only)."""
+
+    ids: list[str]
+    vectors: Vectors
+    texts: list[str] | None
+    metadatas: list[Metadata]
+
+
+# Stores a worker process opened, by (store config, run): one connection per worker.
+_WORKER_STORES: dict[tuple[str, str], VectorStore] = {}
+
+
+@dataclass(frozen=True)
+class UpsertOnWorker:
+    """The per-batch function a remote executor runs for a server store: the worker opens the
+    run's store once (its collection the driver already made) and upserts the batch it is sent.
+    The driver chose every row (what changed, in canonical order) and prunes and verifies after."""
+
+    vdb: VectorDbConfig
+    layout: RunLayout
+    model_id: str
+    dimensions: int
+
+    def __call__(self, batch: UpsertBatch) -> int:
+        key = (self.vdb.model_dump_json(), str(self.layout.root))
+        store = _WORKER_STORES.get(key)
+        if store is None:
+            store = open_store(self.vdb, self.layout)
+            store.ensure_collection(self.model_id, self.dimensions, reset=False)
+            _WORKER_STORES[key] = store
+        store.upsert(batch.ids, batch.vectors, batch.texts, batch.metadatas)
+        return len(batch.ids)
+
+
 def upsert_chunks(
     store: VectorStore,
     embedded: Embedded,
     vdb: VectorDbConfig,
     progress: Any = None,
+    executor: Any = None,
+    layout: RunLayout | None = None,
 ) -> dict[str, Any]:
     """Write a run's vectors into ``store`` by ``vdb.upsert_mode``; prune once; verify.
 
@@ -322,6 +383,11 @@ def upsert_chunks(
     - ``insert``: only ids the store lacks are written; nothing is overwritten or pruned (a
       collection shared by several runs); every run id must be present.
     - ``replace``: the collection (or the namespace) is emptied first, then everything written.
+
+    With a remote ``executor`` (Ray) and a store that takes concurrent writers (a server store:
+    ``takes_concurrent_writers``), the batches are written by the cluster's workers at once; an
+    embedded store is written here only. Either way this process decides every row and prunes,
+    verifies and publishes.
     """
     progress = progress or NullProgress()
     mode = vdb.upsert_mode
@@ -340,16 +406,24 @@ def upsert_chunks(
     else:
         to_write = [row for row in rows if existing.get(row[0], {}).get(ROW_HASH_KEY) != metas[row[0]][ROW_HASH_KEY]]
     batch = max(1, min(vdb.batch_size, store.max_batch_size()))
+    batches = [
+        UpsertBatch(
+            [store_id for store_id, _c, _h in part],
+            np.stack([embedded.vectors[text_hash] for _s, _c, text_hash in part]),
+            [c.content.text for _s, c, _h in part] if vdb.store_text else None,
+            [metas[store_id] for store_id, _c, _h in part],
+        )
+        for part in (to_write[start : start + batch] for start in range(0, len(to_write), batch))
+    ]
+    by_workers = executor is not None and layout is not None and takes_concurrent_writers(vdb)
     with progress.task("upsert", total=len(to_write)) as task:
-        for start in range(0, len(to_write), batch):
-            part = to_write[start : start + batch]
-            store.upsert(
-                [store_id for store_id, _c, _h in part],
-                np.stack([embedded.vectors[text_hash] for _s, _c, text_hash in part]),
-                [c.content.text for _s, c, _h in part] if vdb.store_text else None,
-                [metas[store_id] for store_id, _c, _h in part],
-            )
-            task.advance(len(part))
+        if by_workers and layout is not None:
+            write = UpsertOnWorker(vdb, layout, embedded.model_id, embedded.dimensions)
+            executor.map(write, batches, kind="store", on_result=lambda index, count: task.advance(count))
+        else:
+            for part in batches:
+                store.upsert(part.ids, part.vectors, part.texts, part.metadatas)
+                task.advance(len(part.ids))
     wanted = set(ids)
     stale: list[str] = []
     if mode != "insert":
@@ -445,10 +519,12 @@ class IndexPhase(Phase):
         seeded = not ctx.force and ctx.base_layout is not None and _seed_store(ctx, ctx.base_layout, embedded.model_id)
         store = open_run_store(layout, ctx.config)
         try:
-            upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress)
+            upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress, ctx.remote_executor, layout)
         finally:
             store.close()
         store_ops = upsert.pop("stats")
+        # Not in the artifact: who wrote the store differs by executor (see upsert_chunks).
+        by_workers = ctx.remote_executor is not None and takes_concurrent_writers(config.vector_db)
         # The artifact counts changes against the run's last committed index, not the live store, so
         # a run resumed after dying between its upsert and its manifest writes the same file as a clean
         # run. What this attempt actually sent to the store goes to the phase manifest's stats.
@@ -474,7 +550,9 @@ class IndexPhase(Phase):
             details={
                 "model": embedded.model_id,
                 "model_sha256": _model_hash(embedded.model_id),
-                **_backend_details(embedder),
+                **_backend_details(embedder, ctx.remote_executor),
+                # Who wrote the store: on a cluster, its workers (a server store) or the driver.
+                **({"store_written_by": "workers" if by_workers else "driver"} if ctx.remote_executor else {}),
             },
             reused=embedded.reused,
             new=embedded.embedded,
@@ -526,13 +604,20 @@ def changes_since(committed: dict[str, str], embedded: Embedded) -> dict[str, in
     }
 
 
-def _backend_details(embedder: Embedder) -> dict[str, Any]:
-    """Which backend ran a local model (ONNX Runtime or the sentence-transformers fallback) and
-    the hash of the ONNX file it ran; nothing for API and hash models."""
+def _backend_details(embedder: Embedder, executor: Any = None) -> dict[str, Any]:
+    """Which backend ran a local model (ONNX Runtime or the sentence-transformers fallback), the
+    hash of the ONNX file it ran and the device(s) it ran on (this process: the CPU; a remote
+    executor's workers: what they reported, per worker in ``details.executor.devices``);
+    nothing for API and hash models."""
     backend = embedding_backend(embedder)
     if backend not in ("onnxruntime", "sentence-transformers"):
         return {}
-    return {"embedding_backend": backend, "model_file_sha256": getattr(embedder, "file_sha256", None)}
+    devices = executor.embedding_devices() if executor is not None else []
+    return {
+        "embedding_backend": backend,
+        "model_file_sha256": getattr(embedder, "file_sha256", None),
+        "embedding_device": ",".join(devices) if devices else "cpu",
+    }
 
 
 def _model_hash(model_id: str) -> str | None:
