@@ -121,6 +121,12 @@ def test_a_ray_run_gives_the_artifacts_of_a_local_run_byte_for_byte(cluster: Ray
     assert extract["engine"] == "ray" and extract["nodes"] == 2
     assert sum(extract["items_by_worker"].values()) == 6  # one task per raw file
     assert manifest["phases"]["extract"]["stats"]["pdf_pages"] == 1
+    assert extract["items_by_kind"] == {"document": 6} and extract["retries"] == 0
+    index = manifest["phases"]["index"]
+    # These workers have no GPU: every embedding actor ran on the CPU path; Chroma embedded is
+    # written by the driver only.
+    assert set(index["details"]["executor"]["devices"].values()) == {"cpu"}
+    assert index["details"]["store_written_by"] == "driver"
     verify = subprocess.run(
         [*CLI, "index", "verify", "--run-id", out["run_id"], "--runs-dir", str(ray_runs), "--json"],
         capture_output=True,
@@ -197,6 +203,8 @@ def test_a_worker_killed_during_extraction_is_retried_and_the_run_is_identical(c
     assert phase_at_kill[-1] == "extract"
     assert out["status"] == "completed"
     assert content_files(runs / out["run_id"]) == content_files(local)
+    executor = json.loads((runs / out["run_id"] / "manifest.json").read_text())["phases"]["extract"]["details"]
+    assert executor["executor"]["retries_by_kind"] == {"document": 1}
 
 
 def test_a_worker_killed_during_embedding_is_retried_and_the_run_is_identical(cluster: RayCluster, tmp_path: Path):
@@ -214,3 +222,71 @@ def test_a_worker_killed_during_embedding_is_retried_and_the_run_is_identical(cl
     assert out["status"] == "completed"
     assert content_files(runs / out["run_id"]) == content_files(local)
     assert victim not in cluster.marked_pids()
+    index = json.loads((runs / out["run_id"] / "manifest.json").read_text())["phases"]["index"]["details"]
+    # The stalled batch and the one queued behind it on the same actor were sent again.
+    assert index["executor"]["retries_by_kind"]["embed"] >= 1
+    assert index["executor"]["retries"] == index["executor"]["retries_by_kind"]["embed"]
+
+
+def test_a_server_store_is_upserted_by_the_workers_without_duplicates_and_verifies(
+    cluster: RayCluster, tmp_path: Path, pg_dsn: str
+):
+    folder = mixed_tree(tmp_path / "docs", ocr=False)
+    config_data = mixed_config(folder)
+    # PostgreSQL listens on a Unix socket only: the namespace's workers reach it through the file.
+    config_data["index"]["vector_db"] = {"provider": "pgvector", "connection": {"dsn": pg_dsn}, "batch_size": 3}
+    config = write_config(tmp_path / "config.yaml", config_data)
+    ray_runs = tmp_path / "ray"
+    out = driver(cluster, str(config), str(ray_runs), cluster.address)
+    remote = ray_runs / out["run_id"]
+    index = json.loads((remote / "manifest.json").read_text())["phases"]["index"]
+    chunks = index["stats"]["vectors"]
+    assert index["details"]["store_written_by"] == "workers"
+    assert index["details"]["executor"]["items_by_kind"]["store"] == -(-chunks // 3)
+    assert index["stats"]["store_writes"] == chunks
+    import psycopg
+
+    with psycopg.connect(pg_dsn) as conn:
+        tables = conn.execute("SELECT table_name FROM indexfoundry_tables WHERE run_id = %s", (out["run_id"],))
+        (table,) = (row[0] for row in tables.fetchall())
+        rows, distinct = conn.execute(f'SELECT count(*), count(DISTINCT id) FROM "{table}"').fetchone()
+    assert rows == distinct == chunks
+    verify = subprocess.run(
+        [*CLI, "index", "verify", "--run-id", out["run_id"], "--runs-dir", str(ray_runs), "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": cluster.env["PYTHONPATH"]},
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    # The driver still decided every artifact: a local run of the same config writes the same bytes.
+    assert content_files(remote) == content_files(local_run(config, tmp_path / "local"))
+
+
+def test_a_run_whose_driver_was_killed_resumes_with_run_id_to_the_artifacts_of_an_uninterrupted_run(
+    cluster: RayCluster, tmp_path: Path
+):
+    folder = mixed_tree(tmp_path / "docs", ocr=False)
+    config = write_config(tmp_path / "config.yaml", mixed_config(folder))
+    local = local_run(config, tmp_path / "local")
+    runs, marker = tmp_path / "ray", tmp_path / "stalled.pid"
+    args = [str(config), str(runs), cluster.address, "--record", str(tmp_path / "rec"), "--stall-marker", str(marker)]
+    process = cluster.popen([sys.executable, "-m", "tests.integration.ray_driver", *args], start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not (marker.exists() and marker.read_text().strip()) and process.poll() is None:
+        assert time.monotonic() < deadline, "the first embedding batch never started"
+        time.sleep(0.05)
+    # The driver dies while a batch is on a worker: extract and normalize are committed, index is not.
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate(timeout=60)
+    (run_dir,) = (path.parent for path in runs.glob("*/manifest.json"))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["phases"]["normalize"]["status"] == "completed"
+    assert manifest["phases"].get("index", {}).get("status") != "completed"
+    resume = ["pipeline", "run", str(config), "--runs-dir", str(runs), "--run-id", run_dir.name, "--json"]
+    done = cluster.run([*CLI, *resume, "--executor", "ray", "--ray-address", cluster.address])
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = json.loads(done.stdout)
+    assert out["run_id"] == run_dir.name and out["status"] == "completed"
+    assert content_files(run_dir) == content_files(local)
+    # Resumed, not redone: what the dead driver had committed is kept.
+    assert out["phases"]["extract"]["status"] == out["phases"]["normalize"]["status"] == "skipped"

@@ -37,7 +37,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import ray
 import ray.exceptions
 
-from indexfoundry.backends.embedding.devices import Device, detect_device
+from indexfoundry.backends.embedding.devices import CPU, Device, detect_device
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.models.config import ExecutionConfig
 from indexfoundry.pipeline.executors import Executor, WorkKind
@@ -195,11 +195,16 @@ class RayExecutor(Executor):
     def _map_tasks(
         self, fn_ref: Any, items: Sequence[Any], kind: WorkKind, on_result: Callable[[int, Any], None] | None
     ) -> list[Any]:
+        placement: dict[str, Any] = {"num_cpus": self.config.num_cpus, "name": "indexfoundry-document"}
+        if kind == "store":
+            # Store batches wait on the server, and the embedding actors still hold their CPUs:
+            # no CPU is reserved for them (a task asking for one would wait for ever), spread
+            # over the nodes.
+            placement = {"num_cpus": 0, "scheduling_strategy": "SPREAD", "name": "indexfoundry-store"}
         task = ray.remote(run_document_task).options(
-            num_cpus=self.config.num_cpus if kind == "document" else 0.25,  # store batches wait on I/O
             max_retries=0,  # sent again by this loop, counted (_retry)
             retry_exceptions=False,
-            name="indexfoundry-document" if kind == "document" else "indexfoundry-store",
+            **placement,
         )
         window = max(4, 2 * max(1, self.cluster()["cpus"]))  # bounded: a million documents are not all sent
         results: list[Any] = [None] * len(items)
@@ -353,7 +358,8 @@ class RayExecutor(Executor):
         }
         if devices:
             out["devices"] = {label: device.label for label, device in sorted(devices.items())}
-            notes = {label: d.reason for label, d in sorted(devices.items()) if d.kind == "cpu" and "GPU" in d.reason}
+            # Why an actor is on the CPU though it was given a GPU (or has nothing to place on one).
+            notes = {label: d.reason for label, d in sorted(devices.items()) if d.kind == "cpu" and d != CPU}
             if notes:
                 out["device_notes"] = notes
         return out
