@@ -342,7 +342,7 @@ class UpsertBatch:
     metadatas: list[Metadata]
 
 
-# Stores a worker process opened, by (store config, run): one connection per worker.
+# The store a worker process opened, by (store config, run): one connection per worker.
 _WORKER_STORES: dict[tuple[str, str], VectorStore] = {}
 
 
@@ -361,6 +361,9 @@ class UpsertOnWorker:
         key = (self.vdb.model_dump_json(), str(self.layout.root))
         store = _WORKER_STORES.get(key)
         if store is None:
+            # A worker process outlives the run: the store of an earlier run is closed first.
+            while _WORKER_STORES:
+                _WORKER_STORES.popitem()[1].close()
             store = open_store(self.vdb, self.layout)
             store.ensure_collection(self.model_id, self.dimensions, reset=False)
             _WORKER_STORES[key] = store
@@ -386,8 +389,8 @@ def upsert_chunks(
 
     With a remote ``executor`` (Ray) and a store that takes concurrent writers (a server store:
     ``takes_concurrent_writers``), the batches are written by the cluster's workers at once; an
-    embedded store is written here only. Either way this process decides every row and prunes,
-    verifies and publishes.
+    embedded store is written here only. Either way this process decides every row, then
+    prunes and verifies.
     """
     progress = progress or NullProgress()
     mode = vdb.upsert_mode
