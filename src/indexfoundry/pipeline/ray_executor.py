@@ -84,6 +84,9 @@ LOST = (
 )
 
 
+_WHAT: dict[str, str] = {"document": "document", "embed": "embedding batch", "store": "store batch"}
+
+
 class _Lost(Exception):
     """An item's worker process or node died; ``reason`` names Ray's error."""
 
@@ -287,7 +290,7 @@ class RayExecutor(Executor):
         return results
 
     def _get(self, ref: Any, kind: WorkKind) -> Any:
-        what = {"document": "document", "embed": "embedding batch", "store": "store batch"}[kind]
+        what = _WHAT[kind]
         try:
             return ray.get(ref)
         except ray.exceptions.RayTaskError as exc:
@@ -317,7 +320,7 @@ class RayExecutor(Executor):
         or fail the phase, recoverable, once the item was retried ``max_retries`` times."""
         attempts[index] += 1
         if attempts[index] > self.config.max_retries:
-            what = {"document": "document", "embed": "embedding batch", "store": "store batch"}[kind]
+            what = _WHAT[kind]
             raise IndexFoundryError(
                 f"a {what} was lost on the Ray cluster at {self.address} after "
                 f"{self.config.max_retries} retries: {lost.reason}",
