@@ -369,7 +369,8 @@ def takes_concurrent_writers(config: VectorDbConfig) -> bool:
     """True for the server stores, which several processes may upsert into at once (Chroma in
     client/server mode, pgvector, remote Qdrant and Milvus, Pinecone). Embedded stores (Chroma's
     folder, the local store, Qdrant's local mode, Milvus Lite) are written by one process only:
-    on a cluster, the driver."""
+    on a cluster, the driver. So is Weaviate for now: its store declares a property before the
+    first object that uses it, which two writers could race on (not tested concurrently)."""
     conn = config.connection
     if config.provider in ("pgvector", "pinecone"):
         return True
