@@ -132,6 +132,9 @@ ENDPOINTS = [
     {"index": {"vector_db": {"provider": "milvus", "connection": {"uri": "http://127.0.0.1:19530"}}}},
     {"connection": {"dsn": "postgresql://app@db.internal:5432/app"}},
     {"connection": {"host": "[::1]", "port": 8000}},
+    # Weaviate's gRPC address, with and without a scheme.
+    {"index": {"vector_db": {"provider": "weaviate", "connection": {"grpc_url": "http://169.254.169.254:50051"}}}},
+    {"connection": {"path": "docs", "grpc_url": "10.0.0.7:50051"}},
 ]
 
 

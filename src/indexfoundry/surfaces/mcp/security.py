@@ -55,7 +55,7 @@ SOURCE_URL_KEYS: frozenset[str] = frozenset({"url", "sitemap_url"})
 # Arguments naming a backend the server talks to with its credentials (embedding/rerank APIs).
 ENDPOINT_KEYS: frozenset[str] = frozenset({"base_url", "endpoint"})
 # Inside a store ``connection``: the keys that name the server (every URL-looking value too).
-CONNECTION_ENDPOINT_KEYS: frozenset[str] = frozenset({"url", "uri", "host", "dsn", "endpoint", "grpc_host"})
+CONNECTION_ENDPOINT_KEYS: frozenset[str] = frozenset({"url", "uri", "host", "dsn", "endpoint", "grpc_host", "grpc_url"})
 # Names ending like a path that are not file paths (a URL path prefix, a chunk's headings).
 NON_PATH_KEYS: frozenset[str] = frozenset({"base_path", "heading_path"})
 # Dicts whose keys are the user's own names (HTTP header names, taxonomy categories): not walked.
