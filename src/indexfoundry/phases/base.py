@@ -22,7 +22,7 @@ from indexfoundry import __version__
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import GlobalConfig, PipelineConfig
 from indexfoundry.models.manifests import ErrorRecord, PhaseManifest, PhaseName
-from indexfoundry.storage.atomic import append_ndjson
+from indexfoundry.storage.atomic import append_ndjson, iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 
 T = TypeVar("T")
@@ -179,12 +179,52 @@ class Phase(ABC):
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         """Do the work and write the artifacts atomically."""
 
+    def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:
+        """(reused, new) items of this completed phase in a run with a base run, for
+        ``PipelineRunOutput``. Default: what the phase's outcome reported (``reused``, ``new``)."""
+        return reused, new
+
     def publish(self, ctx: PhaseContext) -> None:
         """The run's commit point: called by the runner, once the run has passed every phase and
         guard and is about to become ``latest``, for each of its completed phases. A phase whose
         output is visible outside the run (a server store's published index) switches it here;
         an error fails the run and leaves ``latest`` where it was. Default: nothing."""
         return None
+
+
+def shared_rows(mine: Path, base: Path, *keys: str) -> tuple[int, int]:
+    """(rows of JSONL ``mine`` whose ``keys`` values also stand in ``base``, the other rows of ``mine``).
+    Keys are dotted paths into each row (``content.text_hash``)."""
+    ours = _rows(mine, keys)
+    same = len(ours & _rows(base, keys))
+    return same, len(ours) - same
+
+
+def _rows(path: Path, keys: Sequence[str]) -> set[tuple[str, ...]]:
+    if not path.is_file():
+        return set()
+    out: set[tuple[str, ...]] = set()
+    for row in iter_jsonl(path):
+        values: list[str] = []
+        for key in keys:
+            value: object = row
+            for part in key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            values.append(str(value))
+        out.add(tuple(values))
+    return out
+
+
+def completed_phase(layout: RunLayout, name: PhaseName) -> PhaseManifest | None:
+    """The completed entry of phase ``name`` in another run's manifest (None: missing, unreadable)."""
+    from indexfoundry.storage.manifest import load_manifest
+
+    try:
+        manifest = load_manifest(layout)
+    except (IndexFoundryError, OSError, ValueError):
+        return None
+    phase = manifest.phases.get(name)
+    return phase if phase is not None and phase.status == "completed" else None
 
 
 def upstream_artifact_hashes(ctx: PhaseContext, phase: PhaseName) -> list[str]:

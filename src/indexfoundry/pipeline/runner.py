@@ -241,14 +241,7 @@ def _run_phase(
     duration = monotonic_ms() - started
     reused, new = outcome.reused, outcome.new
     if ctx.base_layout is not None:
-        from indexfoundry.phases.extract.reuse import reuse_counts
-
-        reused, new = reuse_counts(
-            phase.name,
-            ctx,
-            PhaseResult(status="completed", duration_ms=0, artifacts_created=0, reused=reused, new=new),
-            outcome.output_count,
-        )
+        reused, new = phase.reuse_counts(ctx, reused, new, outcome.output_count)
     artifacts = sorted(
         (
             artifact_record(ctx.layout, path, outcome.record_counts.get(path.relative_to(ctx.layout.root).as_posix()))

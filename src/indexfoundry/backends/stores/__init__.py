@@ -175,6 +175,14 @@ def matches(flt: Filter | None, metadata: dict[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------- shared checks
+def store_error(store: str, action: str, exc: BaseException, **kwargs: Any) -> DbError:
+    """The DB_ERROR of a failed store call, worded alike for every store: ``<store> <action>
+    failed: <exception type>: <its message, on one line, at most 300 characters>``. Each store
+    decides ``recoverable`` (worth a rerun), the suggestion and details."""
+    message = " ".join(str(exc).split())
+    return DbError(f"{store} {action} failed: {type(exc).__name__}: {message[:300]}", **kwargs)
+
+
 def model_mismatch(collection: str, held_model: Any, held_dims: Any, model_id: str, dimensions: int) -> DbError | None:
     """DB_ERROR when a collection records another embedding model or dimension count."""
     if held_model in (None, "", model_id) and held_dims in (None, "", dimensions, str(dimensions)):

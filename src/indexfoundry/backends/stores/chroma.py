@@ -24,6 +24,7 @@ from indexfoundry.backends.stores import (
     model_mismatch,
     parse_where,
     secret_env,
+    store_error,
     with_namespace,
 )
 from indexfoundry.errors import ConfigInvalid, DbError
@@ -61,8 +62,10 @@ def _db_error(action: str, exc: Exception) -> DbError:
     lowered = message.lower()
     full = any(words in lowered for words in _STORAGE_FULL)
     recoverable = full or "connect" in lowered or any(w in type(exc).__name__.lower() for w in _TRANSIENT_NAMES)
-    return DbError(
-        f"Chroma {action} failed: {type(exc).__name__}: {message[:300]}",
+    return store_error(
+        "Chroma",
+        action,
+        exc,
         recoverable=recoverable,
         suggestion=(
             "Free disk space, then rerun the same run (--run-id) to resume it"

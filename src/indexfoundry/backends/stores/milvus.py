@@ -37,6 +37,7 @@ from indexfoundry.backends.stores import (
     parse_where,
     retrying,
     secret_env,
+    store_error,
     with_namespace,
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
@@ -63,10 +64,11 @@ def transient(exc: BaseException) -> bool:
 
 
 def _db_error(action: str, exc: Exception) -> DbError:
-    text = " ".join(str(exc).split())
     recoverable = transient(exc)
-    return DbError(
-        f"Milvus {action} failed: {type(exc).__name__}: {text[:300]}",
+    return store_error(
+        "Milvus",
+        action,
+        exc,
         recoverable=recoverable,
         suggestion="Check that the Milvus server (or the Milvus Lite file) is reachable, then rerun",
     )

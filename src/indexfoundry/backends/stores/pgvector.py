@@ -61,6 +61,7 @@ from indexfoundry.backends.stores import (
     StoreHit,
     model_mismatch,
     parse_where,
+    store_error,
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
@@ -92,12 +93,13 @@ def run_table_name(collection: str, namespace: str | None, run_id: str) -> str:
 def _db_error(action: str, exc: Exception) -> DbError:
     import psycopg
 
-    message = " ".join(str(exc).split())
     # A lost or refused connection, a server shutting down, a serialisation conflict: a rerun may pass.
     sqlstate = getattr(exc, "sqlstate", None) or ""
     recoverable = isinstance(exc, psycopg.OperationalError) or sqlstate.startswith(("08", "40", "57P"))
-    return DbError(
-        f"PostgreSQL {action} failed: {type(exc).__name__}: {message[:300]}",
+    return store_error(
+        "PostgreSQL",
+        action,
+        exc,
         recoverable=recoverable,
         suggestion=(
             "Check that the PostgreSQL server is reachable, then rerun the same run (--run-id) to resume it"

@@ -32,6 +32,7 @@ from indexfoundry.backends.stores import (
     model_mismatch,
     parse_where,
     secret_env,
+    store_error,
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
@@ -46,10 +47,11 @@ MAX_TOP_K = 10000
 
 def _db_error(action: str, exc: Exception) -> DbError:
     name = type(exc).__name__
-    message = " ".join(str(exc).split())
     recoverable = name in ("PineconeConnectionError", "PineconeTimeoutError", "RateLimitError", "ServiceError")
-    return DbError(
-        f"Pinecone {action} failed: {name}: {message[:300]}",
+    return store_error(
+        "Pinecone",
+        action,
+        exc,
         recoverable=recoverable,
         suggestion=(
             "Check that the Pinecone index host is reachable, then rerun the same run (--run-id) to resume it"

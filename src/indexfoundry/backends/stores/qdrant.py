@@ -33,6 +33,7 @@ from indexfoundry.backends.stores import (
     namespace_filter,
     parse_where,
     secret_env,
+    store_error,
     with_namespace,
 )
 from indexfoundry.errors import DbError, missing_extra
@@ -59,8 +60,10 @@ def transient(exc: BaseException) -> bool:
 
 def _db_error(action: str, exc: Exception) -> DbError:
     recoverable = transient(exc)
-    return DbError(
-        f"Qdrant {action} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+    return store_error(
+        "Qdrant",
+        action,
+        exc,
         recoverable=recoverable,
         suggestion="Check that the Qdrant server is reachable (or the local folder is not in use), then rerun",
     )

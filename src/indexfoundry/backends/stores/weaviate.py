@@ -51,6 +51,7 @@ from indexfoundry.backends.stores import (
     model_mismatch,
     parse_where,
     secret_env,
+    store_error,
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
@@ -168,9 +169,10 @@ def _transient(exc: BaseException) -> bool:
 
 def _db_error(action: str, exc: BaseException) -> DbError:
     recoverable = _transient(exc)
-    message = " ".join(str(exc).split())
-    return DbError(
-        f"Weaviate {action} failed: {type(exc).__name__}: {message[:300]}",
+    return store_error(
+        "Weaviate",
+        action,
+        exc,
         recoverable=recoverable,
         suggestion=(
             "Check that the Weaviate server is reachable, then rerun the same run (--run-id) to resume it"

@@ -27,7 +27,7 @@ from indexfoundry.models.config import (
     UrlSource,
 )
 from indexfoundry.models.records import RawRecord
-from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version
+from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version, shared_rows
 from indexfoundry.phases.connect.crawl import CrawlReport
 from indexfoundry.phases.connect.folder import FolderScan, scan_folder
 from indexfoundry.phases.connect.llms_txt import LlmsTxtReport, read_llms_txt
@@ -198,6 +198,12 @@ class ConnectPhase(Phase):
                 # what was fetched; --force or a base run refetches conditionally (ETag/304).
                 hashes.append(sha256_json(source.model_dump(mode="json")))
         return sorted(hashes)
+
+    def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:
+        """Raw files already in the base run (same uri and hash), and the others."""
+        if ctx.base_layout is None:
+            return reused, new
+        return shared_rows(ctx.layout.raw_manifest, ctx.base_layout.raw_manifest, "uri", "sha256")
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         records: list[RawRecord] = []

@@ -133,6 +133,13 @@ class ExtractPhase(Phase):
     def input_hashes(self, ctx: PhaseContext) -> list[str]:
         return upstream_artifact_hashes(ctx, "connect")
 
+    def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:
+        """Documents copied from the base run (``reuse_extracted`` counts them), and the others."""
+        if ctx.base_layout is None:
+            return reused, new
+        copied = ctx.reuse_counts.get("extract", 0)
+        return copied, max(0, output_count - copied)
+
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         from indexfoundry.phases.extract.workers import ExtractJob, ExtractResult, default_workers, run_jobs
 

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from indexfoundry.models.artifacts import ExtractionReport
-from indexfoundry.models.manifests import PhaseManifest, PhaseResult
+from indexfoundry.models.manifests import PhaseManifest
 from indexfoundry.models.records import ExtractedDocument, RawRecord
+from indexfoundry.phases.base import completed_phase
 from indexfoundry.storage.artifacts import read_artifact
 from indexfoundry.storage.atomic import atomic_write_bytes, iter_jsonl
 from indexfoundry.storage.hashing import sha256_bytes, sha256_json
@@ -46,22 +47,10 @@ class _ExtractIndex:
     artifact_hashes: dict[str, str] = field(default_factory=dict)
 
 
-def _base_phase(base: RunLayout, name: str) -> PhaseManifest | None:
-    from indexfoundry.errors import IndexFoundryError
-    from indexfoundry.storage.manifest import load_manifest
-
-    try:
-        manifest = load_manifest(base)
-    except (IndexFoundryError, OSError, ValueError):
-        return None
-    phase = manifest.phases.get(name)  # type: ignore[call-overload]
-    return phase if phase is not None and phase.status == "completed" else None
-
-
 @functools.lru_cache(maxsize=4)
 def _load_extract_index(root: str, manifest_stamp: tuple[int, int], config_hash: str, tools_hash: str) -> _ExtractIndex:
     base = RunLayout(Path(root))
-    return _build_extract_index(base, _base_phase(base, "extract"), config_hash, tools_hash)
+    return _build_extract_index(base, completed_phase(base, "extract"), config_hash, tools_hash)
 
 
 def _build_extract_index(
@@ -159,49 +148,3 @@ def reuse_extracted(
     warnings.extend(index.warnings.get(_raw_key(raw), []))
     ctx.reuse_counts["extract"] = ctx.reuse_counts.get("extract", 0) + len(docs)
     return True
-
-
-def _pairs(path: Path, *keys: str) -> set[tuple[str, ...]]:
-    if not path.is_file():
-        return set()
-    out: set[tuple[str, ...]] = set()
-    for row in iter_jsonl(path):
-        values: list[str] = []
-        for key in keys:
-            value: object = row
-            for part in key.split("."):
-                value = value.get(part) if isinstance(value, dict) else None
-            values.append(str(value))
-        out.add(tuple(values))
-    return out
-
-
-def reuse_counts(name: str, ctx: PhaseContext, result: PhaseResult, output_count: int) -> tuple[int, int]:
-    """(reused, new) items of a completed phase in a run with a base, for ``PipelineRunOutput``.
-
-    connect: raw files already in the base (same uri and hash); extract: documents copied
-    from the base; normalize: chunks identical to the base's (same id and text); index:
-    embedding-cache hits vs texts embedded (reported by the phase); serve: 1 when its
-    artifacts equal the base's.
-    """
-    base = ctx.base_layout
-    if base is None:
-        return result.reused, result.new
-    layout = ctx.layout
-    if name == "connect":
-        mine = _pairs(layout.raw_manifest, "uri", "sha256")
-        same = len(mine & _pairs(base.raw_manifest, "uri", "sha256"))
-        return same, len(mine) - same
-    if name == "extract":
-        reused = ctx.reuse_counts.get("extract", 0)
-        return reused, max(0, output_count - reused)
-    if name == "normalize":
-        mine = _pairs(layout.chunks, "chunk_id", "content.text_hash")
-        same = len(mine & _pairs(base.chunks, "chunk_id", "content.text_hash"))
-        return same, len(mine) - same
-    if name == "serve":
-        phase = _base_phase(base, "serve")
-        if phase is not None and layout.retrieval_profile.is_file() and base.retrieval_profile.is_file():
-            same = layout.retrieval_profile.read_bytes() == base.retrieval_profile.read_bytes()
-            return (1, 0) if same else (0, 1)
-    return result.reused, result.new

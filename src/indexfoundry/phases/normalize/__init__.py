@@ -13,7 +13,14 @@ from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.artifacts import ChunkStatsReport, DedupeReport, EnrichmentReport
 from indexfoundry.models.config import DedupeOptions, NormalizeConfig, PipelineConfig
 from indexfoundry.models.records import ExtractedDocument
-from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version, upstream_artifact_hashes
+from indexfoundry.phases.base import (
+    Phase,
+    PhaseContext,
+    PhaseOutcome,
+    package_version,
+    shared_rows,
+    upstream_artifact_hashes,
+)
 from indexfoundry.phases.normalize.build import (
     build_chunks,
     chunk_documents,
@@ -63,6 +70,12 @@ class NormalizePhase(Phase):
 
     def input_hashes(self, ctx: PhaseContext) -> list[str]:
         return upstream_artifact_hashes(ctx, "extract")
+
+    def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:
+        """Chunks identical to the base run's (same id and text), and the others."""
+        if ctx.base_layout is None:
+            return reused, new
+        return shared_rows(ctx.layout.chunks, ctx.base_layout.chunks, "chunk_id", "content.text_hash")
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         layout = ctx.layout

@@ -14,7 +14,14 @@ from typing import Any
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.retrieval import AllowedFilter, RetrievalConfig, RetrievalProfile, SecurityProfile
-from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version, upstream_artifact_hashes
+from indexfoundry.phases.base import (
+    Phase,
+    PhaseContext,
+    PhaseOutcome,
+    completed_phase,
+    package_version,
+    upstream_artifact_hashes,
+)
 from indexfoundry.storage.atomic import atomic_write_json
 
 DEFAULT_FILTERS: tuple[AllowedFilter, ...] = (
@@ -72,6 +79,15 @@ class ServePhase(Phase):
 
     def input_hashes(self, ctx: PhaseContext) -> list[str]:
         return upstream_artifact_hashes(ctx, "index")
+
+    def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:
+        """1 reused when the retrieval profile equals the base run's, else 1 new."""
+        base, layout = ctx.base_layout, ctx.layout
+        if base is None or completed_phase(base, "serve") is None:
+            return reused, new
+        if not (layout.retrieval_profile.is_file() and base.retrieval_profile.is_file()):
+            return reused, new
+        return (1, 0) if layout.retrieval_profile.read_bytes() == base.retrieval_profile.read_bytes() else (0, 1)
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         if ctx.openapi_writer is None:
