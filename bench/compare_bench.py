@@ -103,7 +103,7 @@ class IndexFoundry:
         code = (
             "import json,sys,time\nfrom indexfoundry import api\n"
             f"sys.path.insert(0, {str(WORKER.parent)!r})\nfrom compare_worker import QUERIES\n"
-            f"run = api.open_run(runs_dir={str(self.runs)!r})\n"
+            f"run = api.open_run({self.run_id!r}, runs_dir={str(self.runs)!r})\n"
             "run.search(QUERIES[0], mode='semantic', top_k=10)\nt=[]\n"
             "for _ in range(3):\n    for q in QUERIES:\n        s=time.perf_counter()\n"
             "        run.search(q, mode='semantic', top_k=10)\n        t.append((time.perf_counter()-s)*1000)\n"
@@ -115,7 +115,7 @@ class IndexFoundry:
     def stale(self, source: str) -> int:
         code = (
             "import json\nfrom indexfoundry import api\nfrom indexfoundry.storage.atomic import iter_jsonl\n"
-            f"run = api.open_run(runs_dir={str(self.runs)!r})\n"
+            f"run = api.open_run({self.run_id!r}, runs_dir={str(self.runs)!r})\n"
             f"n = sum(1 for c in iter_jsonl(run.layout.chunks) if c['source']['uri'].endswith({source!r}))\n"
             "print(json.dumps(n))\n"
         )
