@@ -51,6 +51,12 @@ def test_pipeline_run_json_prints_the_pipeline_run_output_and_search_json_ranks(
     assert human.returncode == 0
     assert human.stdout.strip().splitlines()[-1] == f"run {out['run_id']}"
     assert "skipped" in human.stdout
+    raw = json.loads((runs / out["run_id"] / "raw" / "raw_manifest.jsonl").read_text().splitlines()[0])
+    extracted = cli(
+        "extract", "document", raw["path"].removeprefix("raw/"), "--run-id", "latest", "--runs-dir", str(runs), "--json"
+    )
+    assert extracted.returncode == 0, extracted.stderr  # 'latest' names the run, as for every --run-id
+    assert json.loads(extracted.stdout)["artifacts"]["text"]
     found = cli(
         "search",
         "change the theme colours",

@@ -13,13 +13,11 @@ import typer
 from pydantic import BaseModel
 
 from indexfoundry.errors import ConfigInvalid
-from indexfoundry.surfaces.cli.options import Force, Json, RunsDir
-from indexfoundry.surfaces.cli.output import print_json
+from indexfoundry.surfaces.cli.options import Force, Json, RunId, RunsDir
+from indexfoundry.surfaces.cli.output import render
 from indexfoundry.surfaces.cli.phase_group import phase_group
 
 app = phase_group("connect", "Connect phase: fetch or copy sources into raw/.")
-
-RunId = typer.Option(..., "--run-id", help="Run to write into (it must exist; 'latest' for the newest).")
 
 
 def _call(name: str, arguments: dict[str, Any], runs_dir: Path | None) -> BaseModel:
@@ -41,14 +39,6 @@ def _headers(values: list[str]) -> dict[str, str] | None:
             )
         headers[key.strip()] = content.strip()
     return headers or None
-
-
-def _render(output: BaseModel, json_out: bool, lines: list[str]) -> None:
-    if json_out:
-        print_json(output)
-    else:
-        for line in lines:
-            typer.echo(line)
 
 
 @app.command("url")
@@ -76,7 +66,7 @@ def url_cmd(
         runs_dir,
     )
     state = "already in the run" if out.skipped else "not modified" if out.not_modified else "fetched"
-    _render(
+    render(
         out,
         json_out,
         [f"{state}: {url} -> {out.artifact.path} ({out.artifact.content_type}, {out.artifact.size_bytes} B)"],
@@ -114,7 +104,7 @@ def sitemap_cmd(
         f"skipped {out.urls_skipped}, failed {out.urls_failed}, removed {len(out.urls_removed)}",
         *(f"  {e.error} [{e.url}]" for e in out.errors),
     ]
-    _render(out, json_out, lines)
+    render(out, json_out, lines)
     if not out.success:
         raise typer.Exit(1)
 
@@ -147,7 +137,7 @@ def folder_cmd(
         f"found {out.files_found}, copied {out.files_copied}, skipped {out.files_skipped}, failed {out.files_failed}",
         *(f"  {e.error} [{e.uri}]" for e in out.errors),
     ]
-    _render(out, json_out, lines)
+    render(out, json_out, lines)
     if not out.success:
         raise typer.Exit(1)
 
@@ -166,7 +156,7 @@ def pdf_cmd(
     out: Any = _call("indexfoundry_connect_pdf", {"run_id": run_id, "source": source, "force": force}, runs_dir)
     art = out.artifact
     meta = ", ".join(f"{k}={v}" for k, v in art.metadata.model_dump(exclude_none=True).items())
-    _render(
+    render(
         out,
         json_out,
         [
@@ -209,7 +199,7 @@ def crawl_cmd(
         "exclude_patterns": exclude or None,
     }
     out: Any = _call("indexfoundry_connect_crawl", arguments, runs_dir)
-    _render(out, json_out, _pages_lines(out))
+    render(out, json_out, _pages_lines(out))
     if not out.success:
         raise typer.Exit(1)
 
@@ -226,7 +216,7 @@ def llms_txt_cmd(
     """Read a site's llms.txt and the pages it links into the run's raw/ (indexfoundry_connect_llms_txt)."""
     arguments = {"run_id": run_id, "url": url, "max_pages": max_pages, "prefer_markdown": not no_markdown}
     out: Any = _call("indexfoundry_connect_llms_txt", arguments, runs_dir)
-    _render(out, json_out, _pages_lines(out))
+    render(out, json_out, _pages_lines(out))
     if not out.success:
         raise typer.Exit(1)
 
@@ -256,6 +246,6 @@ def repo_cmd(
         f"commit {out.commit}: {out.files} file(s), removed {len(out.removed)}, left out {len(out.errors)}",
         *(f"  {e.error} [{e.uri}]" for e in out.errors),
     ]
-    _render(out, json_out, lines)
+    render(out, json_out, lines)
     if not out.success:
         raise typer.Exit(1)

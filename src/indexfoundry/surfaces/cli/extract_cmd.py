@@ -14,20 +14,21 @@ from typing import Any
 import typer
 from pydantic import BaseModel
 
+from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid
-from indexfoundry.surfaces.cli.options import Force, Json, RunsDir
-from indexfoundry.surfaces.cli.output import print_json
+from indexfoundry.surfaces.cli.options import Force, Json, RunId, RunsDir
+from indexfoundry.surfaces.cli.output import render
 from indexfoundry.surfaces.cli.phase_group import phase_group
 
 app = phase_group("extract", "Extract phase: raw files to text.")
-
-RunId = typer.Option(..., "--run-id", help="Run to work in (it must exist).")
 
 
 def _call(name: str, arguments: dict[str, Any], runs_dir: Path | None) -> BaseModel:
     from indexfoundry.app.tools.registry import call_tool
 
-    return call_tool(name, {k: v for k, v in arguments.items() if v is not None}, runs_dir=runs_dir)
+    root = api.runs_dir_for(runs_dir)
+    arguments["run_id"] = api.resolve_run_id(root, arguments["run_id"])
+    return call_tool(name, {k: v for k, v in arguments.items() if v is not None}, runs_dir=root)
 
 
 def _pages(value: str | None) -> dict[str, int] | None:
@@ -38,14 +39,6 @@ def _pages(value: str | None) -> dict[str, int] | None:
         raise ConfigInvalid(f"--pages '{value}' is not 'N' or 'START-END'", suggestion="e.g. --pages 2-5")
     start = int(match.group(1))
     return {"start": start, "end": int(match.group(2) or start)}
-
-
-def _render(output: BaseModel, json_out: bool, lines: list[str]) -> None:
-    if json_out:
-        print_json(output)
-    else:
-        for line in lines:
-            typer.echo(line)
 
 
 @app.command("pdf")
@@ -80,7 +73,7 @@ def pdf_cmd(
         f"{stats.chars_extracted} chars",
         *(f"warning: {w}" for w in out.extraction_report.warnings),
     ]
-    _render(out, json_out, lines)
+    render(out, json_out, lines)
 
 
 @app.command("html")
@@ -109,7 +102,7 @@ def html_cmd(
         },
         runs_dir,
     )
-    _render(out, json_out, _text_lines(html_path, out))
+    render(out, json_out, _text_lines(html_path, out))
 
 
 @app.command("document")
@@ -136,7 +129,7 @@ def document_cmd(
         },
         runs_dir,
     )
-    _render(out, json_out, _text_lines(doc_path, out))
+    render(out, json_out, _text_lines(doc_path, out))
 
 
 def _text_lines(path: str, out: Any) -> list[str]:

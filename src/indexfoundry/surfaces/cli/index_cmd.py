@@ -11,13 +11,11 @@ import typer
 from indexfoundry import api
 from indexfoundry.app.tools.registry import call_tool
 from indexfoundry.models.embedding import HashModel, LocalInt8Model, LocalModel, parse_embedding_model
-from indexfoundry.surfaces.cli.options import Force, Json, RunsDir
+from indexfoundry.surfaces.cli.options import Force, Json, RunId, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 from indexfoundry.surfaces.cli.phase_group import phase_group
 
 app = phase_group("index", "Index phase: embed chunks and upsert them into the vector store.")
-
-RunId = typer.Option(..., "--run-id", help="Run to work on ('latest' for the newest).")
 
 
 def _run(run_id: str, runs_dir: Path | None) -> tuple[Path, str, Any]:

@@ -14,26 +14,16 @@ from pydantic import BaseModel
 from indexfoundry import api
 from indexfoundry.app.tools.registry import call_tool
 from indexfoundry.errors import ConfigInvalid
-from indexfoundry.surfaces.cli.options import Force, Json, RunsDir
-from indexfoundry.surfaces.cli.output import print_json
+from indexfoundry.surfaces.cli.options import Force, Json, RunId, RunsDir
+from indexfoundry.surfaces.cli.output import render
 from indexfoundry.surfaces.cli.phase_group import phase_group
 
 app = phase_group("normalize", "Normalize phase: chunk, enrich and dedupe.")
-
-RunId = typer.Option(..., "--run-id", help="Run to work on ('latest' for the newest).")
 
 
 def _call(name: str, run_id: str, runs_dir: Path | None, arguments: dict[str, Any]) -> BaseModel:
     root = api.runs_dir_for(runs_dir)
     return call_tool(name, {"run_id": api.resolve_run_id(root, run_id), **arguments}, runs_dir=root)
-
-
-def _render(output: BaseModel, json_out: bool, lines: list[str]) -> None:
-    if json_out:
-        print_json(output)
-        return
-    for line in lines:
-        typer.echo(line)
 
 
 @app.command("chunk")
@@ -68,7 +58,7 @@ def chunk(
         arguments["split_hierarchy"] = [s.encode("utf-8").decode("unicode_escape") for s in split]
     out: Any = _call("indexfoundry_normalize_chunk", run_id, runs_dir, arguments)
     stats = out.stats
-    _render(
+    render(
         out,
         json_out,
         [
@@ -123,7 +113,7 @@ def enrich(
     )
     stats = out.stats
     languages = ", ".join(f"{k}={v}" for k, v in stats.languages.items()) or "-"
-    _render(
+    render(
         out,
         json_out,
         [
@@ -159,7 +149,7 @@ def dedupe(
         },
     )
     stats = out.stats
-    _render(
+    render(
         out,
         json_out,
         [

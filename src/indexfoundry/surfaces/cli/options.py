@@ -12,6 +12,7 @@ RunsDir = typer.Option(
     help="Runs folder (default: $INDEXFOUNDRY_RUNS_DIR, the global config, or ./runs).",
     show_default=False,
 )
+RunId = typer.Option(..., "--run-id", help="Run to work on (it must exist; 'latest' for the newest).")
 Json = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 Force = typer.Option(False, "--force", help="Rerun even if inputs did not change.")
 AllowShrink = typer.Option(

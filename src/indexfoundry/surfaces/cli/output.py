@@ -17,6 +17,15 @@ from rich.table import Column
 stderr = Console(stderr=True)
 
 
+def render(output: BaseModel, json_out: bool, lines: list[str]) -> None:
+    """A command's answer: the model as JSON with ``--json``, else its human lines."""
+    if json_out:
+        print_json(output)
+        return
+    for line in lines:
+        typer.echo(line)
+
+
 def print_json(value: Any) -> None:
     """Print a model or plain value as JSON on stdout."""
     if isinstance(value, BaseModel):
