@@ -7,10 +7,10 @@ import pytest
 from indexfoundry.backends.embedding.providers import (
     HashEmbedder,
     OpenAIEmbedder,
-    _retry_after,
     api_model_id,
     resolve_embedder,
 )
+from indexfoundry.backends.remote_api import retry_after
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import IndexConfig
 
@@ -46,10 +46,10 @@ def test_local_models_refuse_other_dimensions():
 
 
 def test_retry_after_reads_seconds_milliseconds_and_dates():
-    assert _retry_after({"retry-after": "2"}) == 2.0
-    assert _retry_after({"retry-after-ms": "250"}) == 0.25
-    assert _retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
-    assert _retry_after({}) is None
+    assert retry_after({"retry-after": "2"}) == 2.0
+    assert retry_after({"retry-after-ms": "250"}) == 0.25
+    assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert retry_after({}) is None
 
 
 def test_hash_vectors_do_not_depend_on_batch_composition():

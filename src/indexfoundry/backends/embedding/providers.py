@@ -22,12 +22,10 @@ environment variable the config names, only when a request is made, and never lo
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import os
 import re
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -37,7 +35,16 @@ import numpy as np
 import numpy.typing as npt
 
 from indexfoundry.backends.embedding.devices import CPU, Device, torch_device
-from indexfoundry.errors import ConfigInvalid, EmbedError, IndexFoundryError, missing_extra
+from indexfoundry.backends.remote_api import (
+    Failure,
+    KeyedBackend,
+    api_key,
+    call_with_retries,
+    classify_cohere,
+    cohere_client,
+    retry_after,
+)
+from indexfoundry.errors import ConfigInvalid, EmbedError, missing_extra
 from indexfoundry.models.config import IndexConfig, RetryConfig
 from indexfoundry.models.embedding import (
     DEFAULT_HASH_DIMENSIONS,
@@ -297,93 +304,6 @@ def embedding_backend(embedder: Embedder) -> str:
 
 
 # ---------------------------------------------------------------- API providers
-class _Failure:
-    """How one failed API call is reported and whether it is worth retrying."""
-
-    def __init__(self, recoverable: bool, summary: str, retry_after: float | None = None) -> None:
-        self.recoverable = recoverable
-        self.summary = summary
-        self.retry_after = retry_after
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds a server asked us to wait (``retry-after-ms``, ``Retry-After`` seconds or date)."""
-    if headers is None:
-        return None
-    try:
-        millis = headers.get("retry-after-ms")
-        if millis is not None:
-            return max(0.0, float(millis) / 1000)
-        value = headers.get("retry-after")
-    except (AttributeError, TypeError, ValueError):
-        return None
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(str(value))
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-_MAX_WAIT_S = 120.0
-
-
-def call_with_retries(
-    call: Callable[[], T],
-    classify: Callable[[Exception], _Failure],
-    retry: RetryConfig,
-    what: str,
-    redact: Callable[[str], str],
-) -> T:
-    """Run ``call``; retry recoverable failures (429, 5xx, timeouts) with exponential backoff.
-
-    The wait is the server's ``Retry-After`` when it sends one, else ``backoff_ms`` doubled on
-    each retry (capped at two minutes). tenacity runs the loop.
-    """
-    import tenacity
-
-    def wait(state: tenacity.RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        failure = classify(exc) if isinstance(exc, Exception) else None
-        if failure is not None and failure.retry_after is not None:
-            return min(failure.retry_after, _MAX_WAIT_S)
-        return float(min(retry.backoff_ms / 1000 * 2 ** (state.attempt_number - 1), _MAX_WAIT_S))
-
-    retrying = tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(retry.max_retries + 1),
-        wait=wait,
-        retry=tenacity.retry_if_exception(
-            lambda e: isinstance(e, Exception) and not isinstance(e, IndexFoundryError) and classify(e).recoverable
-        ),
-        reraise=True,
-    )
-    attempts = 0
-    try:
-        for attempt in retrying:
-            with attempt:
-                attempts += 1
-                return call()
-    except IndexFoundryError:
-        raise
-    except Exception as exc:
-        failure = classify(exc)
-        raise EmbedError(
-            redact(f"{what} failed after {attempts} attempt(s): {failure.summary}"),
-            recoverable=failure.recoverable,
-            suggestion=(
-                "Retry later (or raise index.retry_config.max_retries); texts already embedded are cached"
-                if failure.recoverable
-                else "Check the model name, API key variable and base_url"
-            ),
-        ) from None
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 def _base_tag(base_url: str | None) -> str:
     """``host:port/path`` of a base URL, without credentials or query (part of a model id)."""
     if not base_url:
@@ -406,18 +326,6 @@ def api_model_id(provider: str, model: str, dimensions: int | None, base_url: st
     return model_id
 
 
-def _api_key(env_name: str, provider: str, required: bool) -> str | None:
-    value = os.environ.get(env_name)
-    if value:
-        return value
-    if required:
-        raise ConfigInvalid(
-            f"the {provider} provider needs an API key in the environment variable {env_name}, which is not set",
-            suggestion=f"export {env_name}=... (or set index.api_key_env to the variable that holds it)",
-        )
-    return None
-
-
 def _check_rows(rows: Any, count: int, what: str) -> Vectors:
     """Validate an API's embeddings: one numeric row per text, all the same length."""
     try:
@@ -436,10 +344,10 @@ def _check_rows(rows: Any, count: int, what: str) -> Vectors:
     return matrix
 
 
-class OpenAIEmbedder:
-    """OpenAI embeddings (or any OpenAI-compatible server via ``base_url``) with the official SDK."""
+class _ApiEmbedder(KeyedBackend):
+    """What the API embedders share: model, server, key variable, dimensions, retries, timeout."""
 
-    provider = "openai"
+    provider = "api"
 
     def __init__(
         self,
@@ -451,6 +359,7 @@ class OpenAIEmbedder:
         retry: RetryConfig | None = None,
         timeout_ms: int = 60000,
     ) -> None:
+        self._require()
         self.model = model
         self.base_url = base_url
         self.api_key_env = api_key_env
@@ -462,8 +371,19 @@ class OpenAIEmbedder:
         self._client: Any = None
         self._key: str | None = None
 
-    def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+    def _require(self) -> None:
+        """Refuse early when the provider's SDK (an extra) is missing."""
+
+    def _matrix(self, rows: Any, count: int, what: str) -> Vectors:
+        matrix = _check_rows(rows, count, what)
+        self.dimensions = int(matrix.shape[1])
+        return matrix
+
+
+class OpenAIEmbedder(_ApiEmbedder):
+    """OpenAI embeddings (or any OpenAI-compatible server via ``base_url``) with the official SDK."""
+
+    provider = "openai"
 
     @property
     def client(self) -> Any:
@@ -471,7 +391,7 @@ class OpenAIEmbedder:
             import openai
 
             # A local OpenAI-compatible server usually needs no key; api.openai.com always does.
-            self._key = _api_key(self.api_key_env, "openai", required=self.base_url is None)
+            self._key = api_key(self.api_key_env, "openai", required=self.base_url is None)
             self._client = openai.OpenAI(
                 api_key=self._key or "not-needed",
                 base_url=self.base_url,
@@ -480,20 +400,20 @@ class OpenAIEmbedder:
             )
         return self._client
 
-    def _classify(self, exc: Exception) -> _Failure:
+    def _classify(self, exc: Exception) -> Failure:
         import openai
 
         if isinstance(exc, openai.APITimeoutError):
-            return _Failure(True, "request timed out")
+            return Failure(True, "request timed out")
         if isinstance(exc, openai.APIConnectionError):
-            return _Failure(True, f"cannot connect to the server ({type(exc).__name__})")
+            return Failure(True, f"cannot connect to the server ({type(exc).__name__})")
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             recoverable = status in (408, 409, 429) or status >= 500
-            return _Failure(recoverable, f"HTTP {status} ({type(exc).__name__})", _retry_after(exc.response.headers))
+            return Failure(recoverable, f"HTTP {status} ({type(exc).__name__})", retry_after(exc.response.headers))
         if isinstance(exc, openai.APIResponseValidationError | openai.APIError):
-            return _Failure(False, f"malformed response ({type(exc).__name__})")
-        return _Failure(False, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+            return Failure(False, f"malformed response ({type(exc).__name__})")
+        return Failure(False, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
 
     def embed(self, texts: list[str]) -> Vectors:
         if not texts:
@@ -518,69 +438,26 @@ class OpenAIEmbedder:
             ordered = sorted(data, key=lambda item: int(item.index))
         except (TypeError, ValueError, AttributeError):
             ordered = data
-        matrix = _check_rows([item.embedding for item in ordered], len(texts), what)
-        self.dimensions = int(matrix.shape[1])
-        return matrix
+        return self._matrix([item.embedding for item in ordered], len(texts), what)
 
 
-class CohereEmbedder:
+class CohereEmbedder(_ApiEmbedder):
     """Cohere embeddings through the official SDK (v2 API); queries use ``input_type=search_query``."""
 
     provider = "cohere"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str = "EMBEDDING_API_KEY",
-        dimensions: int | None = None,
-        retry: RetryConfig | None = None,
-        timeout_ms: int = 60000,
-    ) -> None:
+    def _require(self) -> None:
         try:
             import cohere  # noqa: F401
         except ImportError:
             raise missing_extra("cohere", "cohere", "the cohere embedding provider") from None
-        self.model = model
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.requested_dimensions = dimensions
-        self.dimensions = dimensions or 0
-        self.retry = retry or RetryConfig()
-        self.timeout_s = timeout_ms / 1000
-        self.model_id = api_model_id(self.provider, model, dimensions, base_url)
-        self._client: Any = None
-        self._key: str | None = None
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
 
     @property
     def client(self) -> Any:
         if self._client is None:
-            import cohere
-
-            self._key = _api_key(self.api_key_env, "cohere", required=True)
-            kwargs: dict[str, Any] = {"api_key": self._key, "timeout": self.timeout_s}
-            if self.base_url:
-                kwargs["base_url"] = self.base_url
-            self._client = cohere.ClientV2(**kwargs)
+            self._key = api_key(self.api_key_env, "cohere", required=True)
+            self._client = cohere_client(self._key or "", self.base_url, self.timeout_s)
         return self._client
-
-    def _classify(self, exc: Exception) -> _Failure:
-        import httpx
-        from cohere.core.api_error import ApiError
-
-        if isinstance(exc, httpx.TimeoutException):
-            return _Failure(True, "request timed out")
-        if isinstance(exc, httpx.TransportError):
-            return _Failure(True, f"cannot connect to the server ({type(exc).__name__})")
-        if isinstance(exc, ApiError):
-            status = exc.status_code or 0
-            recoverable = status in (408, 429) or status >= 500
-            return _Failure(recoverable, f"HTTP {status} ({type(exc).__name__})", _retry_after(exc.headers))
-        return _Failure(False, f"malformed response ({type(exc).__name__})")
 
     def _embed(self, texts: list[str], input_type: str) -> Vectors:
         if not texts:
@@ -599,11 +476,9 @@ class CohereEmbedder:
         def call() -> Any:
             return self.client.embed(**kwargs)
 
-        response = call_with_retries(call, self._classify, self.retry, what, self._redact)
+        response = call_with_retries(call, classify_cohere, self.retry, what, self._redact)
         rows = getattr(getattr(response, "embeddings", None), "float_", None)
-        matrix = _check_rows(rows, len(texts), what)
-        self.dimensions = int(matrix.shape[1])
-        return matrix
+        return self._matrix(rows, len(texts), what)
 
     def embed(self, texts: list[str]) -> Vectors:
         return self._embed(texts, "search_document")

@@ -19,7 +19,15 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from indexfoundry.backends.embedding.providers import _api_key, _Failure, _retry_after, call_with_retries
+from indexfoundry.backends.remote_api import (
+    Failure,
+    KeyedBackend,
+    api_key,
+    call_with_retries,
+    classify_cohere,
+    classify_httpx,
+    cohere_client,
+)
 from indexfoundry.errors import EmbedError, RerankError, missing_extra
 from indexfoundry.models.config import RetryConfig
 from indexfoundry.models.retrieval import RerankerConfig
@@ -27,7 +35,7 @@ from indexfoundry.models.retrieval import RerankerConfig
 
 def _call(
     call: Callable[[], Any],
-    classify: Callable[[Exception], _Failure],
+    classify: Callable[[Exception], Failure],
     config: RerankerConfig,
     what: str,
     redact: Callable[[str], str],
@@ -66,7 +74,7 @@ def scores_from_results(results: Any, count: int, what: str) -> list[float]:
     return [s for s in scores if s is not None]
 
 
-class CohereReranker:
+class CohereReranker(KeyedBackend):
     """Cohere's rerank endpoint (v2) through the official SDK."""
 
     def __init__(self, model: str, config: RerankerConfig) -> None:
@@ -80,34 +88,12 @@ class CohereReranker:
         self._client: Any = None
         self._key: str | None = None
 
-    def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
-
     @property
     def client(self) -> Any:
         if self._client is None:
-            import cohere
-
-            self._key = _api_key(self.config.api_key_env, "cohere", required=True)
-            kwargs: dict[str, Any] = {"api_key": self._key, "timeout": self.config.timeout_ms / 1000}
-            if self.config.base_url:
-                kwargs["base_url"] = self.config.base_url
-            self._client = cohere.ClientV2(**kwargs)
+            self._key = api_key(self.config.api_key_env, "cohere", required=True)
+            self._client = cohere_client(self._key or "", self.config.base_url, self.config.timeout_ms / 1000)
         return self._client
-
-    def _classify(self, exc: Exception) -> _Failure:
-        import httpx
-        from cohere.core.api_error import ApiError
-
-        if isinstance(exc, httpx.TimeoutException):
-            return _Failure(True, "request timed out")
-        if isinstance(exc, httpx.TransportError):
-            return _Failure(True, f"cannot connect to the server ({type(exc).__name__})")
-        if isinstance(exc, ApiError):
-            status = exc.status_code or 0
-            recoverable = status in (408, 429) or status >= 500
-            return _Failure(recoverable, f"HTTP {status} ({type(exc).__name__})", _retry_after(exc.headers))
-        return _Failure(False, f"malformed response ({type(exc).__name__})")
 
     def score(self, query: str, texts: list[str]) -> list[float]:
         if not texts:
@@ -124,11 +110,11 @@ class CohereReranker:
                 request_options={"max_retries": 0},
             )
 
-        response = _call(call, self._classify, self.config, what, self._redact)
+        response = _call(call, classify_cohere, self.config, what, self._redact)
         return scores_from_results(getattr(response, "results", None), len(texts), what)
 
 
-class HttpReranker:
+class HttpReranker(KeyedBackend):
     """A self-hosted rerank server (TEI, Infinity, Jina, vLLM) over plain HTTP with httpx."""
 
     def __init__(self, base_url: str, config: RerankerConfig) -> None:
@@ -154,34 +140,18 @@ class HttpReranker:
         self._key: str | None = None
         self._client: httpx.Client | None = None
 
-    def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
-
     @property
     def client(self) -> Any:
         if self._client is None:
             import httpx
 
-            self._key = _api_key(self.config.api_key_env, "http reranker", required=False)
+            self._key = api_key(self.config.api_key_env, "http reranker", required=False)
             headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
             # Operator-configured server: no proxies from the environment, no redirects.
             self._client = httpx.Client(
                 timeout=self.config.timeout_ms / 1000, headers=headers, trust_env=False, follow_redirects=False
             )
         return self._client
-
-    def _classify(self, exc: Exception) -> _Failure:
-        import httpx
-
-        if isinstance(exc, httpx.TimeoutException):
-            return _Failure(True, "request timed out")
-        if isinstance(exc, httpx.TransportError):
-            return _Failure(True, f"cannot connect to the server ({type(exc).__name__})")
-        if isinstance(exc, httpx.HTTPStatusError):
-            status = exc.response.status_code
-            recoverable = status in (408, 429) or status >= 500
-            return _Failure(recoverable, f"HTTP {status}", _retry_after(exc.response.headers))
-        return _Failure(False, f"malformed response ({type(exc).__name__})")
 
     def score(self, query: str, texts: list[str]) -> list[float]:
         if not texts:
@@ -204,6 +174,6 @@ class HttpReranker:
             response.raise_for_status()
             return response.json()
 
-        payload = _call(call, self._classify, self.config, what, self._redact)
+        payload = _call(call, classify_httpx, self.config, what, self._redact)
         results = payload.get("results") if isinstance(payload, dict) else payload
         return scores_from_results(results, len(texts), what)
