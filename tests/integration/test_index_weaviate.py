@@ -32,7 +32,9 @@ def test_a_weaviate_run_serves_the_same_top10_as_chroma_and_verifies_clean(
     for ref, got in zip(reference, _top10(run_id, runs_dir), strict=True):
         _same_up_to_ties(ref, got)
     assert verify_run(run_id, runs_dir).ok
-    assert {"POST /v1/schema", "grpc BatchObjects", "grpc Search", "grpc Aggregate"} <= set(weaviate_emulator.requests)
+    # The client's own calls reached the emulator (counts go through Aggregate in the contract suite;
+    # verify compares ids, so a run needs no count).
+    assert {"POST /v1/schema", "grpc BatchObjects", "grpc Search"} <= set(weaviate_emulator.requests)
     written = "".join(p.read_text(errors="replace") for p in (runs_dir / run_id).rglob("*") if p.is_file())
     assert weaviate_emulator.api_key not in written and "WEAVIATE_API_KEY" in written
 
