@@ -477,6 +477,8 @@ def create_app(
 
     page = _static_text("index.html").replace("{{BASE_PATH}}", html.escape(base, quote=True))
     page = page.replace("{{TITLE}}", html.escape(settings.api_info.title))
+    # With many libraries the page searches /libraries/search (every library, each result labelled).
+    page = page.replace("{{LIBRARIES}}", "1" if libraries is not None else "")
 
     if libraries is None:
 

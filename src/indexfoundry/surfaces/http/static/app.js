@@ -5,6 +5,8 @@
 (function () {
   "use strict";
   const base = document.body.dataset.basePath || "";
+  // A server of many libraries (serve start --library): search them all, label each result.
+  const libraryMode = document.body.dataset.libraries === "1";
   const form = document.getElementById("search-form");
   const query = document.getElementById("query");
   const mode = document.getElementById("mode");
@@ -88,10 +90,19 @@
     status.textContent = err ? err.code + ": " + err.message + (err.suggestion ? " — " + err.suggestion : "") : fallback;
   }
 
+  async function loadLibraries() {
+    const res = await fetch(base + "/libraries", { headers: headers() });
+    if (!res.ok) return;
+    const listed = (await res.json()).libraries;
+    served.textContent = "Serving " + listed.length + " library versions: " +
+      listed.map((lib) => lib.name + " " + lib.version).join(", ");
+  }
+
   async function loadInfo() {
     try {
       const health = await (await fetch(base + "/health")).json();
       keyRow.hidden = !health.auth_required;
+      if (libraryMode) return await loadLibraries();
       served.textContent = health.run_id ? "Serving run " + health.run_id : "Waiting for a completed run…";
       const res = await fetch(base + "/stats", { headers: headers() });
       if (!res.ok) return;
@@ -113,6 +124,7 @@
       const item = el("li", "result");
       const head = el("div", "head");
       const crumb = r.breadcrumb || (r.metadata && r.metadata.heading_path) || (r.position && r.position.section);
+      if (r.library) head.append(el("span", "library", r.library));
       head.append(el("span", "crumb", crumb || r.source.uri));
       head.append(el("span", "score", r.score.toFixed(3)));
       item.append(head);
@@ -135,12 +147,22 @@
     status.textContent = "Searching…";
     const started = performance.now();
     try {
-      const res = await fetch(base + "/search/" + mode.value, {
-        method: "POST",
-        headers: headers(),
-        body: JSON.stringify({ query: query.value, top_k: Number(topK.value) || 10 }),
-      });
+      const wanted = { query: query.value, top_k: Number(topK.value) || 10 };
+      const res = libraryMode
+        ? await fetch(base + "/libraries/search", {
+          method: "POST",
+          headers: headers(),
+          body: JSON.stringify({ ...wanted, mode: mode.value }),
+        })
+        : await fetch(base + "/search/" + mode.value, {
+          method: "POST",
+          headers: headers(),
+          body: JSON.stringify(wanted),
+        });
       const body = await res.json();
+      if (res.ok && libraryMode) {
+        body.results = body.results.map((hit) => ({ ...hit.result, library: hit.library + " " + hit.version }));
+      }
       if (!res.ok) {
         results.replaceChildren();
         if (res.status === 401) keyRow.hidden = false;
