@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from indexfoundry.app.libraries import Library, LibraryReader, LibraryRegistry
 from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResult
+from indexfoundry.models.serve import LibraryVersionView
 from indexfoundry.retrieval.budget import (
     CharCounter,
     TokenCounter,
@@ -44,16 +45,6 @@ _LIB = "Library name (list_libraries)"
 _VERSION = "Exact version, 'latest' (default), '18.x' or a range like '>=18 <19'"
 
 
-class LibraryVersion(Strict):
-    name: str = Field(description="Library name")
-    version: str = Field(description="Version")
-    latest: bool = Field(description="The newest version of the library")
-    run_id: str = Field(description="Run serving it")
-    indexed_at: str | None = Field(default=None, description="When that run was indexed")
-    checked_at: str | None = Field(default=None, description="When its remote sources were last checked")
-    pages: int = Field(description="Pages (documents)")
-
-
 class ListLibrariesInput(Strict):
     """Arguments of ``list_libraries``."""
 
@@ -61,7 +52,7 @@ class ListLibrariesInput(Strict):
 
 
 class ListLibrariesOutput(Strict):
-    libraries: list[LibraryVersion] = Field(description="Library versions, by name, newest first")
+    libraries: list[LibraryVersionView] = Field(description="Library versions, by name, newest first")
 
 
 class LibrarySearchInput(Strict):
@@ -164,7 +155,7 @@ class LibraryTools:
     def list_libraries(self, payload: ListLibrariesInput) -> ListLibrariesOutput:
         """Every library version served, with its run, indexing time and page count."""
         listed = LibraryReader(self.registry, self.retrieval).list(payload.name)
-        return ListLibrariesOutput(libraries=[LibraryVersion(**v.model_dump()) for v in listed.libraries])
+        return ListLibrariesOutput(libraries=listed.libraries)
 
     def search_docs(self, payload: LibrarySearchInput) -> TextAnswer:
         """Search one library (or all), labelling each result with its library and version.
