@@ -15,8 +15,9 @@ from indexfoundry.phases.normalize import NormalizePhase
 from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_manifest
+from tests.conftest import REPO
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "indexfoundry"
+SRC = REPO / "src" / "indexfoundry"
 
 
 def _config(tmp_path: Path) -> PipelineConfig:

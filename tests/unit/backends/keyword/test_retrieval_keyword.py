@@ -15,6 +15,7 @@ from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.storage.hashing import chunk_id_for, sha256_text
 from indexfoundry.storage.layout import RunLayout
+from tests.conftest import REPO
 
 TEXTS = {
     "cats": "The cat sat on the mat while other cats were sleeping.",
@@ -77,11 +78,11 @@ def test_rebuilding_in_another_order_and_hash_seed_writes_byte_identical_files(t
     second = layout_at(tmp_path / "b")
     script = (
         "import sys; from pathlib import Path; "
-        "from tests.unit.test_retrieval_keyword import CHUNKS, layout_at; "
+        "from tests.unit.backends.keyword.test_retrieval_keyword import CHUNKS, layout_at; "
         "from indexfoundry.backends.keyword.bm25 import build_keyword_index; "
         "build_keyword_index(layout_at(Path(sys.argv[1])), list(reversed(list(CHUNKS.values()))))"
     )
-    repo = Path(__file__).resolve().parents[2]
+    repo = REPO
     subprocess.run(
         [sys.executable, "-c", script, str(tmp_path / "b")],
         check=True,
