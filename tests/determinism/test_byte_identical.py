@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from indexfoundry import api
 from indexfoundry.backends.stores.chroma import ChromaStore
@@ -75,6 +76,7 @@ def test_two_runs_into_fresh_runs_folders_are_byte_identical(tree, tmp_path: Pat
     assert_same_runs(tmp_path / "r1" / first.run_id, tmp_path / "r2" / second.run_id)
 
 
+@pytest.mark.slow
 def test_runs_are_identical_under_another_hash_seed_and_with_sources_reordered(tmp_path: Path):
     a = write_tree(
         tmp_path / "alpha", {"one.md": "# One\n\nAlpha text about caching.\n", "sub/two.md": "# Two\n\nMore.\n"}

@@ -351,6 +351,7 @@ def test_an_agent_cannot_make_the_server_send_a_secret_to_its_listener(tmp_path:
         assert SECRET not in result.model_dump_json()
 
 
+@pytest.mark.slow
 def test_the_operator_can_allow_a_private_host_and_the_agent_inherits_it(tmp_path: Path):
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 

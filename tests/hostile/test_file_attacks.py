@@ -20,6 +20,7 @@ from tests.hostile.support import MB, hostile_config, run_pipeline_measured
 GOOD = "# Good\n\nA normal document that must still be indexed after the broken ones.\n"
 
 
+@pytest.mark.slow
 def test_broken_encodings_nul_bytes_and_empty_files_fail_alone_and_the_run_goes_on(tmp_path: Path, runs_dir: Path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -60,6 +61,7 @@ def test_broken_encodings_nul_bytes_and_empty_files_fail_alone_and_the_run_goes_
     assert result.maxrss_mb < 700
 
 
+@pytest.mark.slow
 def test_a_200_mb_single_line_file_is_file_too_large_without_being_read(tmp_path: Path, runs_dir: Path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -81,6 +83,7 @@ def test_a_200_mb_single_line_file_is_file_too_large_without_being_read(tmp_path
     assert not [p for p in (runs_dir / result.run_id / "raw").iterdir() if p.stat().st_size > MB]
 
 
+@pytest.mark.slow
 def test_a_50_mb_html_page_and_a_million_column_csv_are_extracted_or_stopped_at_the_limits(
     tmp_path: Path, runs_dir: Path
 ):
@@ -164,6 +167,7 @@ def test_a_file_rewritten_while_being_copied_is_stored_under_the_hash_of_the_byt
     assert "actually copied" in texts and "the scan saw" not in texts
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_named_like_a_document_never_blocks_the_scan(tmp_path: Path, runs_dir: Path):
     folder = tmp_path / "docs"

@@ -40,6 +40,7 @@ def hostile_folder(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_links_out_of_the_root_devices_and_fifos_are_never_read(hostile_folder: Path, tmp_path: Path, runs_dir: Path):
     result = run_pipeline_measured(hostile_config(hostile_folder), tmp_path, runs_dir, timeout=120)
     assert result.status in {"completed", "partial"}
@@ -54,6 +55,7 @@ def test_links_out_of_the_root_devices_and_fifos_are_never_read(hostile_folder: 
         assert b"root:x:0:0" not in data, f"{path} holds /etc/passwd"
 
 
+@pytest.mark.slow
 def test_names_with_newlines_and_bytes_that_are_not_utf8_do_not_break_the_run(tmp_path: Path, runs_dir: Path):
     folder = tmp_path / "docs"
     folder.mkdir()

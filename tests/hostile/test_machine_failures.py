@@ -59,7 +59,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, ob
     return path, config, artifact_bytes(RunLayout(clean_runs / clean.run_id))
 
 
-@pytest.mark.parametrize("fsize_kb", [4, 24, 96, 192])
+@pytest.mark.parametrize(
+    "fsize_kb", [4, pytest.param(24, marks=pytest.mark.slow), 96, pytest.param(192, marks=pytest.mark.slow)]
+)
 def test_a_file_size_limit_hit_while_writing_artifacts_fails_clearly_and_the_run_resumes_to_a_clean_result(
     fsize_kb: int, corpus, runs_dir: Path
 ):

@@ -137,6 +137,7 @@ def _layout_with(tmp_path: Path, texts: dict[str, str]) -> tuple[RunLayout, list
     return layout, documents
 
 
+@pytest.mark.slow
 def test_a_document_that_chunks_past_the_time_limit_fails_alone_with_chunk_error(tmp_path: Path):
     slow = "".join(f"Sentence number {i} is here. " for i in range(200_000))  # minutes of pysbd
     layout, documents = _layout_with(tmp_path, {"good.md": GOOD, "slow.txt": slow})

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.hostile import pdfs
 from tests.hostile.support import hostile_config, run_pipeline_measured
 
 
+@pytest.mark.slow
 def test_looping_huge_and_deeply_nested_pdfs_fail_alone_in_bounded_time_and_memory(tmp_path: Path, runs_dir: Path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -30,6 +33,7 @@ def test_looping_huge_and_deeply_nested_pdfs_fail_alone_in_bounded_time_and_memo
     assert result.maxrss_mb < 700
 
 
+@pytest.mark.slow
 def test_a_pdf_slower_than_the_time_limit_is_killed_reported_and_the_worker_replaced(tmp_path: Path, runs_dir: Path):
     folder = tmp_path / "docs"
     folder.mkdir()

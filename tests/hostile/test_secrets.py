@@ -60,7 +60,7 @@ def reflector() -> Iterator[str]:
         thread.join(timeout=10)
 
 
-@pytest.mark.parametrize("endpoint", ["closed-port", "reflecting-server"])
+@pytest.mark.parametrize("endpoint", [pytest.param("closed-port", marks=pytest.mark.slow), "reflecting-server"])
 def test_a_canary_api_key_never_appears_in_anything_a_failed_embedding_run_writes_or_prints(
     endpoint: str, reflector: str, tmp_path: Path, runs_dir: Path
 ):
@@ -157,6 +157,7 @@ def test_a_canary_api_key_used_by_a_served_run_never_appears_in_an_http_response
         embeddings.stop()
 
 
+@pytest.mark.slow
 def test_a_canary_api_key_never_appears_in_mcp_tool_results_of_a_failed_embedding_run(tmp_path: Path):
     import anyio
 

@@ -140,6 +140,7 @@ def xml_attack_folder(tmp_path: Path) -> tuple[Path, Path]:
     return folder, secret
 
 
+@pytest.mark.slow
 def test_xml_attacks_in_html_and_docx_fail_cleanly_or_parse_harmlessly_and_never_leak_a_local_file(
     xml_attack_folder: tuple[Path, Path], tmp_path: Path, runs_dir: Path
 ):

@@ -144,6 +144,7 @@ def test_cli_search_pages_with_max_tokens_and_cursor(service: SearchService):
     assert seen == [r["chunk_id"] for r in whole["results"]]
 
 
+@pytest.mark.slow
 def test_mcp_search_page_and_section_page_with_cursors_through_the_official_client(service: SearchService, tmp_path):
     import anyio
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import SAMPLE_DOCS, folder_config, write_config
 
 
@@ -37,6 +39,7 @@ def test_unknown_run_id_is_run_not_found_with_exit_3(tmp_path: Path):
     assert json.loads(done.stdout)["error"]["code"] == "RUN_NOT_FOUND"
 
 
+@pytest.mark.slow
 def test_pipeline_run_json_prints_the_pipeline_run_output_and_search_json_ranks(tree, tmp_path: Path):
     docs = tree(SAMPLE_DOCS)
     config = write_config(tmp_path / "c.yaml", folder_config(docs))
@@ -80,6 +83,7 @@ def test_pipeline_run_json_prints_the_pipeline_run_output_and_search_json_ranks(
     assert json.loads(status.stdout)["phases"]["index"]["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_runs_dir_comes_from_the_environment(tree, tmp_path: Path):
     docs = tree(SAMPLE_DOCS)
     config = write_config(tmp_path / "c.yaml", folder_config(docs))

@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from indexfoundry import api
 from indexfoundry.pipeline.runner import new_run_id
 from indexfoundry.storage.layout import RunLayout
@@ -20,6 +22,7 @@ def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
     return proc.returncode, err.decode()
 
 
+@pytest.mark.slow
 def test_two_pipelines_running_at_once_over_one_runs_folder_both_complete_with_equal_artifacts(
     tmp_path: Path, runs_dir: Path
 ):
@@ -55,6 +58,7 @@ def test_a_second_process_on_the_same_run_gets_run_locked(tmp_path: Path, runs_d
         first.communicate()
 
 
+@pytest.mark.slow
 def test_two_runs_sharing_one_configured_store_take_turns_in_the_index_phase(tmp_path: Path, runs_dir: Path):
     docs = write_tree(tmp_path / "docs", MORE_DOCS)
     shared = tmp_path / "shared-chroma"

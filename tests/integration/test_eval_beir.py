@@ -110,6 +110,7 @@ def test_a_folder_that_is_not_beir_is_not_found(tmp_path: Path):
 GATE_NDCG = 0.82
 
 
+@pytest.mark.slow
 @pytest.mark.corpora
 def test_keyword_quality_on_a_scifact_subset_stays_above_its_gate(corpora: Path, tmp_path: Path):
     """A cheap CI gate on retrieval quality: BM25 over 1,000 SciFact abstracts, 100 test queries."""

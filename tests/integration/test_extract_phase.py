@@ -131,6 +131,7 @@ def test_the_scifact_corpus_becomes_one_document_per_record(corpora: Path, runs_
     assert (layout.root / doc.text_path).read_text(encoding="utf-8") == f"{first['title']}\n\n{first['text']}"
 
 
+@pytest.mark.slow
 @pytest.mark.corpora
 def test_a_run_over_the_whole_pdf_folder_is_partial_with_every_failure_explained(
     corpora: Path, runs_dir: Path, embedder: RecordingEmbedder

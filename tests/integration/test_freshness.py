@@ -24,6 +24,7 @@ PAGE_A = (
 PAGE_B = b"<html><head><title>B</title></head><body><main><h1>Beta</h1><p>Beta page text here.</p></main></body></html>"
 
 
+@pytest.mark.slow
 def test_check_freshness_names_exactly_the_edited_file_and_the_url_whose_etag_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

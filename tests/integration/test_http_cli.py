@@ -40,6 +40,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root / "runs", make_run(root)
 
 
+@pytest.mark.slow
 def test_background_server_starts_reports_status_and_stops_gracefully(runs):
     runs_dir, run_id = runs
     port = free_port()

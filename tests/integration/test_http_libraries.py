@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from indexfoundry import api
 from tests.integration.test_http_cli import free_port
@@ -49,6 +50,7 @@ def serving(*args: str) -> Iterator[str]:
         proc.communicate(timeout=30)  # reaps it and closes its pipe
 
 
+@pytest.mark.slow
 def test_serve_start_with_libraries_lists_searches_and_reads_by_library_and_version_range(tmp_path: Path):
     runs = tmp_path / "runs"
     built = {

@@ -135,6 +135,7 @@ def _same_up_to_ties(reference: list[tuple[str, float]], other: list[tuple[str, 
             assert len(tied) > 1 or got_id not in ref_scores, (ref_id, got_id)
 
 
+@pytest.mark.slow
 def test_chroma_server_qdrant_milvus_lite_and_local_return_the_same_top10_as_embedded_chroma(
     tree, runs_dir: Path, chroma_server: dict[str, Any]
 ):

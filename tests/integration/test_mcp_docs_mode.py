@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp.client import Client
 
 from indexfoundry.app.docs_index import DocsIndex
@@ -106,6 +107,7 @@ def test_the_watcher_refreshes_the_index_when_a_file_changes(tree, runs_dir: Pat
     assert any("theme.palette" in text for text in chunks)
 
 
+@pytest.mark.slow
 def test_docs_mode_builds_on_first_start_and_reuses_the_run_on_later_starts(tree, tmp_path: Path):
     docs = tree(SAMPLE_DOCS)
     runs = tmp_path / "runs"
@@ -124,6 +126,7 @@ def test_docs_mode_builds_on_first_start_and_reuses_the_run_on_later_starts(tree
     assert "indexfoundry: embed" in (tmp_path / "server-stderr.log").read_text()
 
 
+@pytest.mark.slow
 def test_two_stdio_servers_over_one_runs_folder_both_answer(tree, tmp_path: Path):
     docs = tree(SAMPLE_DOCS)
     runs = tmp_path / "runs"

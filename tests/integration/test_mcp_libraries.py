@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp.client import Client
 
 from indexfoundry import api
@@ -45,6 +46,7 @@ def _config(folder: Path) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_two_libraries_with_two_versions_each_are_served_with_versions_ranges_and_labels(tmp_path: Path):
     runs = tmp_path / "runs"
     widget_cfg = tmp_path / "widget-2.0.json"

@@ -72,6 +72,7 @@ def test_every_seed_tool_is_exposed(tmp_path: Path, runs_dir: Path):
     assert not missing, f"seed tools not registered yet: {missing}"
 
 
+@pytest.mark.slow
 def test_pipeline_run_tool_builds_a_run_with_progress_that_search_docs_then_finds(tmp_path: Path, tree):
     docs = tree(SAMPLE_DOCS)
     runs = tmp_path / "runs"
@@ -178,7 +179,9 @@ def test_bad_run_ids_traversal_paths_and_unknown_keys_are_tool_errors_with_codes
         assert codes["run status of a bad id"] == "RUN_NOT_FOUND"
 
 
-@pytest.mark.parametrize("model", ["hash", pytest.param("local", marks=pytest.mark.model)])
+@pytest.mark.parametrize(
+    "model", [pytest.param("hash", marks=pytest.mark.slow), pytest.param("local", marks=pytest.mark.model)]
+)
 def test_stdout_carries_nothing_but_protocol_messages(tmp_path: Path, tree, model: str):
     docs = tree(SAMPLE_DOCS)
     messages = [

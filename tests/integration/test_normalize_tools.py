@@ -196,6 +196,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_normalize_subcommands_print_the_tool_outputs_as_json(run: RunLayout):
     common = ["--run-id", run.run_id, "--runs-dir", str(run.runs_dir), "--json"]
     done = cli(

@@ -58,6 +58,7 @@ def test_a_glob_matching_no_chunkable_text_fails_at_the_first_empty_count(tree, 
     assert getattr(error.value, "code", None) == "RUN_NOT_FOUND"
 
 
+@pytest.mark.slow
 def test_a_90_percent_shrinking_base_run_exits_1_naming_the_counts_and_latest_is_unchanged(tree, tmp_path: Path):
     runs = tmp_path / "runs"
     docs = _ten_docs(tree)
@@ -74,6 +75,7 @@ def test_a_90_percent_shrinking_base_run_exits_1_naming_the_counts_and_latest_is
     assert _latest(runs) == allowed.stdout.strip().splitlines()[-1].removeprefix("run ")
 
 
+@pytest.mark.slow
 def test_a_plain_nightly_rerun_that_shrinks_90_percent_fails_and_latest_stays_on_the_good_run(tree, tmp_path: Path):
     runs = tmp_path / "runs"
     docs = _ten_docs(tree)
