@@ -29,7 +29,7 @@ from tests.conftest import write_config, write_tree
 from tests.determinism.test_byte_identical import content_files, store_contents
 from tests.integration.ray_support import RayCluster, driver, ray_cluster
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.slow]  # a real cluster: never in the fast tier
 CLI = [sys.executable, "-m", "indexfoundry"]
 
 
