@@ -75,13 +75,16 @@ def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float
 class IndexFoundry:
     name = "indexfoundry"
 
-    def __init__(self, work: Path, folder: Path) -> None:
+    def __init__(self, work: Path, folder: Path, long_chunks: str | None = None) -> None:
         self.runs = work / "if-runs"
         self.config = work / "if-config.json"
-        self.config.write_text(
-            json.dumps({"connect": {"sources": [{"type": "folder", "path": str(folder), "glob": "**/*.md"}]}}),
-            encoding="utf-8",
-        )
+        config: dict[str, Any] = {"connect": {"sources": [{"type": "folder", "path": str(folder), "glob": "**/*.md"}]}}
+        if long_chunks is not None:
+            # truncate: embed each chunk's first 256 tokens only, the same work LangChain and
+            # LlamaIndex do (their models cut the tail silently); the default embeds every window.
+            config["index"] = {"long_chunks": long_chunks}
+            self.name = f"indexfoundry (long_chunks: {long_chunks})"
+        self.config.write_text(json.dumps(config), encoding="utf-8")
         self.run_id: str | None = None
 
     def _cli(self, *args: str) -> list[str]:
@@ -152,6 +155,23 @@ def _spin(stop: Any) -> None:
         pass
 
 
+def _incremental_rows(args: Any, folder: Path, systems: list[Any], interleaved: Any, record: Any) -> None:
+    """No-change rerun (--base), one-file edit, one-file delete, deleted chunks left, query p50."""
+    record("no-change rerun (--base)", systems[0].name, round(systems[0].index("base"), 2))
+    edited = folder / args.edit
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n\nA new closing paragraph for the benchmark.\n")
+    for s in interleaved():
+        record("one-file edit + rerun", s.name, round(s.index(), 2))
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n\nA second closing paragraph.\n")
+    record("one-file edit + rerun (--base)", systems[0].name, round(systems[0].index("base"), 2))
+    (folder / args.delete).unlink()
+    for s in interleaved():
+        record("one-file delete + rerun", s.name, round(s.index(), 2))
+        record("chunks of the deleted file left", s.name, s.stale(args.delete))
+    for s in interleaved():
+        record("query p50 ms, top-10 semantic", s.name, s.query_p50())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench-python", default="/work/benchvenv/bin/python")
@@ -162,6 +182,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--edit", default=EDITED, help="File (relative to the corpus) edited in the edit rows")
     parser.add_argument("--delete", default=DELETED, help="File (relative to the corpus) deleted in the delete row")
+    parser.add_argument(
+        "--long-chunks",
+        choices=["windows", "truncate"],
+        help="IndexFoundry's index.long_chunks (default: the config default, windows)",
+    )
+    parser.add_argument(
+        "--full-only", action="store_true", help="Only the full-index rows (and the busy one with --busy)"
+    )
     args = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
 
@@ -176,7 +204,7 @@ def main() -> None:
         folder = work / "markdown"
         shutil.copytree(args.corpus, folder, copy_function=shutil.copyfile)  # writable copies
         systems: list[Any] = [
-            IndexFoundry(work, folder),
+            IndexFoundry(work, folder, args.long_chunks),
             Other("langchain", args.bench_python, work, folder),
             Other("llamaindex", args.bench_python, work, folder),
         ]
@@ -189,21 +217,10 @@ def main() -> None:
 
         for s in interleaved():
             record("full index from empty", s.name, round(s.index(), 2))
-        for s in interleaved():
+        for s in [] if args.full_only else interleaved():
             record("no-change rerun", s.name, round(s.index(), 2))
-        record("no-change rerun (--base)", "indexfoundry", round(systems[0].index("base"), 2))
-        edited = folder / args.edit
-        edited.write_text(edited.read_text(encoding="utf-8") + "\n\nA new closing paragraph for the benchmark.\n")
-        for s in interleaved():
-            record("one-file edit + rerun", s.name, round(s.index(), 2))
-        edited.write_text(edited.read_text(encoding="utf-8") + "\n\nA second closing paragraph.\n")
-        record("one-file edit + rerun (--base)", "indexfoundry", round(systems[0].index("base"), 2))
-        (folder / args.delete).unlink()
-        for s in interleaved():
-            record("one-file delete + rerun", s.name, round(s.index(), 2))
-            record("chunks of the deleted file left", s.name, s.stale(args.delete))
-        for s in interleaved():
-            record("query p50 ms, top-10 semantic", s.name, s.query_p50())
+        if not args.full_only:
+            _incremental_rows(args, folder, systems, interleaved, record)
         if args.busy:
             stop = multiprocessing.Event()
             spinner = multiprocessing.Process(target=_spin, args=(stop,), daemon=True)
@@ -213,7 +230,7 @@ def main() -> None:
                 busy.mkdir()
                 for s in interleaved():
                     fresh = (
-                        IndexFoundry(busy, folder)
+                        IndexFoundry(busy, folder, args.long_chunks)
                         if isinstance(s, IndexFoundry)
                         else Other(s.name, args.bench_python, busy, folder)
                     )

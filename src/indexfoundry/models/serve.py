@@ -10,16 +10,15 @@ from pydantic import Field
 
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import ApiInfo, ServeEndpoint
+from indexfoundry.models.ids import RunIdOrLatest
 from indexfoundry.models.retrieval import AllowedFilter, SearchMode, SearchResult
-
-RUN_ID_OR_LATEST = r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|latest)$"
 
 
 # ---------------------------------------------------------------- tools
 class ServeOpenapiInput(Strict):
     """The seed's ``ServeOpenapiInputSchema``."""
 
-    run_id: str = Field(pattern=RUN_ID_OR_LATEST, description="Run whose served/openapi.json is written")
+    run_id: RunIdOrLatest = Field(description="Run whose served/openapi.json is written")
     api_info: ApiInfo | None = Field(
         default=None, description="Title, version, description, base_path (default: the run's serve.api_info)"
     )
@@ -46,7 +45,7 @@ class RateLimitInput(Strict):
 class ServeStartInput(Strict):
     """The seed's ``ServeStartInputSchema``; starts the server in the background."""
 
-    run_id: str = Field(pattern=RUN_ID_OR_LATEST, description="Run to serve, or 'latest' (follows new runs)")
+    run_id: RunIdOrLatest = Field(description="Run to serve, or 'latest' (follows new runs)")
     host: str = Field(default="127.0.0.1", description="Bind address")
     port: int = Field(default=8080, ge=1024, le=65535, description="Port")
     cors_origins: list[str] | None = Field(default=None, description="CORS origins (default: the run's config)")

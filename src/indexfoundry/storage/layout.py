@@ -15,11 +15,12 @@ runs/<run_id>/
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from indexfoundry.errors import ConfigInvalid, NotFound, RunNotFound
+from indexfoundry.models.ids import is_run_id as is_run_id  # re-exported: the shape of a run id
+from indexfoundry.models.ids import is_run_prefix
 
 PHASES: tuple[str, ...] = ("connect", "extract", "normalize", "index", "serve")
 
@@ -32,20 +33,12 @@ PHASE_DIRS: dict[str, str] = {
     "serve": "served",
 }
 
-_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
-# A run id prefix, as `git` takes a commit prefix: hex digits and dashes, at least 4 characters.
-_PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{3,35}")
 # Matches named in an ambiguous-prefix error.
 _MAX_LISTED = 10
 
 ENV_RUNS_DIR = "INDEXFOUNDRY_RUNS_DIR"
 CACHE_DIR_NAME = ".cache"
-
-
-def is_run_id(value: str) -> bool:
-    """True if ``value`` has the shape of a run id (a lowercase UUID)."""
-    return bool(_UUID_RE.fullmatch(value))
 
 
 def unique_run_prefix(runs_dir: Path, prefix: str) -> str:
@@ -105,7 +98,7 @@ class RunLayout:
     def existing(cls, runs_dir: Path, run_id: str) -> RunLayout:
         """Layout of a run that must already exist, else ``RUN_NOT_FOUND``. A unique prefix of
         a run id names that run; an ambiguous one is CONFIG_INVALID listing its matches."""
-        if not is_run_id(run_id) and _PREFIX_RE.fullmatch(run_id):
+        if not is_run_id(run_id) and is_run_prefix(run_id):
             run_id = unique_run_prefix(runs_dir, run_id)
         layout = cls.for_run(runs_dir, run_id)
         if not layout.manifest.is_file():

@@ -38,6 +38,7 @@ from indexfoundry.models.config import (
     PipelineConfig,
     RepoSource,
 )
+from indexfoundry.models.ids import RunId
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.connect import copy_folder_files, copy_local_pdf
 from indexfoundry.phases.connect.folder import scan_folder
@@ -51,8 +52,6 @@ from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import atomic_write_jsonl
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.layout import RunLayout
-
-_UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
 def _absolute_url(value: str) -> str:
@@ -69,7 +68,7 @@ def _absolute_url(value: str) -> str:
 class ConnectUrlInput(Strict):
     """Input of ``indexfoundry_connect_url``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run directory to write to")
+    run_id: RunId = Field(description="Run directory to write to")
     url: str = Field(description="URL to fetch")
     allowed_domains: list[str] | None = Field(
         default=None, description="Domain allowlist (empty = allow all); narrows the run's own allowlist"
@@ -89,7 +88,7 @@ class ConnectUrlInput(Strict):
 class ConnectSitemapInput(Strict):
     """Input of ``indexfoundry_connect_sitemap``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run directory to write to")
+    run_id: RunId = Field(description="Run directory to write to")
     sitemap_url: str = Field(description="Sitemap XML URL (or a site root: sitemaps from its robots.txt)")
     max_pages: int = Field(default=100, ge=1, le=10000, description="Maximum pages to fetch")
     include_patterns: list[str] | None = Field(default=None, description="Regex patterns for URLs to include")
@@ -106,7 +105,7 @@ class ConnectSitemapInput(Strict):
 class ConnectFolderInput(Strict):
     """Input of ``indexfoundry_connect_folder``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run directory to write to")
+    run_id: RunId = Field(description="Run directory to write to")
     path: str = Field(description="Absolute path to folder")
     glob: str = Field(default="**/*", description="Glob pattern (e.g., '**/*.pdf')")
     exclude_patterns: list[str] | None = Field(default=None, description="Patterns to exclude")
@@ -117,7 +116,7 @@ class ConnectFolderInput(Strict):
 class ConnectPdfInput(Strict):
     """Input of ``indexfoundry_connect_pdf``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run directory to write to")
+    run_id: RunId = Field(description="Run directory to write to")
     source: str = Field(description="URL or local path to PDF")
     force: bool = Field(default=False, description="Fetch or copy again even if the run already has it")
 
@@ -125,7 +124,7 @@ class ConnectPdfInput(Strict):
 class ConnectCrawlInput(Strict):
     """Input of ``indexfoundry_connect_crawl`` (a ``crawl`` source's main fields)."""
 
-    run_id: str = Field(pattern=_UUID, description="Run to write to")
+    run_id: RunId = Field(description="Run to write to")
     url: str = Field(description="Start URL")
     scope: Literal["host", "prefix"] = Field(default="host", description="Stay on the host, or under prefix")
     prefix: str | None = Field(default=None, description="URL prefix for scope 'prefix'")
@@ -143,7 +142,7 @@ class ConnectCrawlInput(Strict):
 class ConnectRepoInput(Strict):
     """Input of ``indexfoundry_connect_repo`` (a ``repo`` source's main fields)."""
 
-    run_id: str = Field(pattern=_UUID, description="Run to write to")
+    run_id: RunId = Field(description="Run to write to")
     path: str | None = Field(default=None, description="Local repository (or url)")
     url: str | None = Field(default=None, description="http(s) repository URL (or path)")
     ref: str = Field(default="HEAD", min_length=1, max_length=250, description="Branch, tag or commit")
@@ -154,7 +153,7 @@ class ConnectRepoInput(Strict):
 class ConnectLlmsTxtInput(Strict):
     """Input of ``indexfoundry_connect_llms_txt``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run to write to")
+    run_id: RunId = Field(description="Run to write to")
     url: str = Field(description="llms.txt / llms-full.txt URL, or the site root")
     max_pages: int = Field(default=200, ge=1, le=10000, description="Most linked pages fetched")
     prefer_markdown: bool = Field(default=True, description="Try '<page>.md' first")

@@ -23,8 +23,9 @@ from indexfoundry import __version__
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.artifacts import ExtractionReport
-from indexfoundry.models.base import Strict
-from indexfoundry.models.config import PipelineConfig
+from indexfoundry.models.base import Strict, config_field
+from indexfoundry.models.config import ExtractConfig, PipelineConfig
+from indexfoundry.models.ids import RunId
 from indexfoundry.models.records import ExtractedDocument, RawRecord
 from indexfoundry.phases.extract import ExtractedText, ExtractOptions, ExtractPhase, FormatHint
 from indexfoundry.pipeline.session import RunSession
@@ -32,8 +33,6 @@ from indexfoundry.storage.artifacts import read_artifact, read_artifact_data, wr
 from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl, sync_filesystem
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
-
-_UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
 # ------------------------------------------------------------------ inputs (the seed's schemas)
@@ -47,25 +46,35 @@ class PageRange(Strict):
 class ExtractPdfInput(Strict):
     """Input of ``indexfoundry_extract_pdf``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run to work in")
+    run_id: RunId = Field(description="Run to work in")
     pdf_path: str = Field(description="Path relative to the run's raw/ dir (e.g. '<sha256>.pdf')")
-    mode: Literal["layout", "plain", "ocr"] = Field(
-        default="layout",
+    # Constraints and defaults come from ExtractConfig (one truth); descriptions are the seed's.
+    mode: Literal["layout", "plain", "ocr"] = config_field(
+        ExtractConfig,
+        "pdf_mode",
         description="Extraction mode: layout preserves columns, plain is linear, ocr for scanned docs",
     )
     page_range: PageRange | None = Field(default=None, description="Pages to extract (1-indexed, inclusive)")
-    ocr_language: str = Field(default="eng", description="Tesseract language code for OCR mode (e.g. 'eng+fra')")
+    ocr_language: str = config_field(
+        ExtractConfig, "ocr_language", description="Tesseract language code for OCR mode (e.g. 'eng+fra')"
+    )
     force: bool = Field(default=False, description="Extract again even if this extraction exists")
 
 
 class ExtractHtmlInput(Strict):
     """Input of ``indexfoundry_extract_html``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run to work in")
+    run_id: RunId = Field(description="Run to work in")
     html_path: str = Field(description="Path relative to the run's raw/ dir (e.g. '<sha256>.html')")
-    preserve_headings: bool = Field(default=True, description="Keep heading structure as markdown")
-    preserve_links: bool = Field(default=False, description="Keep [text](url) format for links")
-    preserve_tables: bool = Field(default=True, description="Convert tables to markdown format")
+    preserve_headings: bool = config_field(
+        ExtractConfig, "preserve_headings", description="Keep heading structure as markdown"
+    )
+    preserve_links: bool = config_field(
+        ExtractConfig, "preserve_links", description="Keep [text](url) format for links"
+    )
+    preserve_tables: bool = config_field(
+        ExtractConfig, "preserve_tables", description="Convert tables to markdown format"
+    )
     remove_selectors: list[str] | None = Field(
         default=None, description="CSS selectors to remove (nav, footer, etc.), on top of the built-in ones"
     )
@@ -75,12 +84,14 @@ class ExtractHtmlInput(Strict):
 class ExtractDocumentInput(Strict):
     """Input of ``indexfoundry_extract_document``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run to work in")
+    run_id: RunId = Field(description="Run to work in")
     doc_path: str = Field(description="Path relative to the run's raw/ dir")
     format_hint: Literal["auto", "markdown", "docx", "txt", "csv", "json"] = Field(
         default="auto", description="Override format detection"
     )
-    csv_preview_rows: int = Field(default=100, ge=1, le=1000, description="For CSV: rows to include in text preview")
+    csv_preview_rows: int = config_field(
+        ExtractConfig, "csv_preview_rows", description="For CSV: rows to include in text preview"
+    )
     force: bool = Field(default=False, description="Extract again even if this extraction exists")
 
 

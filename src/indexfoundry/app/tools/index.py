@@ -18,9 +18,10 @@ from pydantic import Field
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.artifacts import UpsertStats as UpsertStatsFile
-from indexfoundry.models.base import Strict
+from indexfoundry.models.base import Strict, config_field
 from indexfoundry.models.config import IndexConfig, RetryConfig, VectorDbConfig
 from indexfoundry.models.embedding import DEFAULT_HASH_DIMENSIONS, HashModel, parse_embedding_model, spec_string
+from indexfoundry.models.ids import RunId
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
 from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.artifacts import write_artifact
@@ -28,7 +29,6 @@ from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
 
-_UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 _DEFAULT_CHUNKS = "normalized/chunks.jsonl"
 _DEFAULT_EMBEDDINGS = "indexed/embeddings.jsonl"
 _SEED_METADATA_FIELDS = ["source.uri", "source.type", "metadata.language", "position.page"]
@@ -57,11 +57,11 @@ class EmbedModel(Strict):
 class IndexEmbedInput(Strict):
     """Input of ``indexfoundry_index_embed`` (mirrors the seed's IndexEmbedInputSchema)."""
 
-    run_id: str = Field(pattern=_UUID, description="Run directory to work in")
+    run_id: RunId = Field(description="Run directory to work in")
     chunks_path: str = Field(default=_DEFAULT_CHUNKS, description="Chunks file, relative to the run folder")
     model: EmbedModel = Field(description="Embedding model")
     batch_size: int = Field(default=100, ge=1, le=500, description="Chunks to embed per API call")
-    normalize_vectors: bool = Field(default=True, description="L2 normalize output vectors")
+    normalize_vectors: bool = config_field(IndexConfig, "normalize_vectors", description="L2 normalize output vectors")
     retry_config: RetryConfig | None = Field(default=None, description="Retries on 429, 5xx and timeouts")
     force: bool = Field(default=False, description="Embed again even if the embeddings file is up to date")
 
@@ -87,7 +87,7 @@ class UpsertConnection(Strict):
 class IndexUpsertInput(Strict):
     """Input of ``indexfoundry_index_upsert`` (mirrors the seed's IndexUpsertInputSchema)."""
 
-    run_id: str = Field(pattern=_UUID, description="Run directory to work in")
+    run_id: RunId = Field(description="Run directory to work in")
     embeddings_path: str = Field(default=_DEFAULT_EMBEDDINGS, description="Embeddings file, relative to the run")
     chunks_path: str = Field(default=_DEFAULT_CHUNKS, description="Chunks file, relative to the run folder")
     provider: Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local", "pgvector"] = Field(

@@ -17,8 +17,9 @@ from pydantic import Field
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.artifacts import ChunkStatsReport, DedupeReport, EnrichmentReport, VersionedArtifact
-from indexfoundry.models.base import Strict
+from indexfoundry.models.base import Strict, config_field
 from indexfoundry.models.config import ChunkStrategy, DedupeOptions, EnrichRules, ExtractConfig, NormalizeConfig
+from indexfoundry.models.ids import RunId
 from indexfoundry.models.records import DocumentChunk, ExtractedDocument
 from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.artifacts import read_artifact_data, write_artifact
@@ -26,7 +27,6 @@ from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
 
-_UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 _DEFAULT_CHUNKS = "normalized/chunks.jsonl"
 
 
@@ -34,18 +34,18 @@ _DEFAULT_CHUNKS = "normalized/chunks.jsonl"
 class NormalizeChunkInput(Strict):
     """Input of ``indexfoundry_normalize_chunk``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run directory to work in")
+    run_id: RunId = Field(description="Run directory to work in")
     input_paths: list[str] = Field(
         description="Paths to extracted text files (relative to the run folder); an empty list means every "
         "extracted document"
     )
-    strategy: ChunkStrategy = Field(default="recursive", description="Chunking strategy")
-    max_chars: int = Field(default=1500, ge=100, le=10000, description="Maximum characters per chunk")
-    min_chars: int = Field(default=100, ge=50, le=500, description="Minimum characters per chunk")
-    overlap_chars: int = Field(default=150, ge=0, le=500, description="Character overlap between chunks")
-    split_hierarchy: list[str] = Field(
-        default_factory=lambda: ["\n\n", "\n", ". ", " "],
-        description="Separator hierarchy for recursive splitting",
+    # Constraints and defaults come from NormalizeConfig (one truth); descriptions are the seed's.
+    strategy: ChunkStrategy = config_field(NormalizeConfig, "chunk_strategy")
+    max_chars: int = config_field(NormalizeConfig, "max_chars")
+    min_chars: int = config_field(NormalizeConfig, "min_chars")
+    overlap_chars: int = config_field(NormalizeConfig, "overlap_chars", description="Character overlap between chunks")
+    split_hierarchy: list[str] = config_field(
+        NormalizeConfig, "split_hierarchy", description="Separator hierarchy for recursive splitting"
     )
     force: bool = Field(default=False, description="Re-chunk even if the same chunks exist")
 
@@ -53,7 +53,7 @@ class NormalizeChunkInput(Strict):
 class NormalizeEnrichInput(Strict):
     """Input of ``indexfoundry_normalize_enrich``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run directory to work in")
+    run_id: RunId = Field(description="Run directory to work in")
     chunks_path: str = Field(default=_DEFAULT_CHUNKS, description="Chunks file, relative to the run folder")
     rules: EnrichRules = Field(description="Enrichment rules (no LLM)")
     force: bool = Field(default=False, description="Enrich again even if these rules were just applied")
@@ -62,14 +62,18 @@ class NormalizeEnrichInput(Strict):
 class NormalizeDedupeInput(Strict):
     """Input of ``indexfoundry_normalize_dedupe``."""
 
-    run_id: str = Field(pattern=_UUID, description="Run directory to work in")
+    run_id: RunId = Field(description="Run directory to work in")
     chunks_path: str = Field(default=_DEFAULT_CHUNKS, description="Chunks file, relative to the run folder")
-    method: Literal["exact", "simhash", "minhash"] = Field(default="exact", description="Deduplication method")
-    similarity_threshold: float = Field(
-        default=0.95, ge=0.8, le=1.0, description="For fuzzy methods: minimum similarity to consider duplicate"
+    method: Literal["exact", "simhash", "minhash"] = config_field(
+        DedupeOptions, "method", description="Deduplication method"
     )
-    scope: Literal["global", "per_document"] = Field(
-        default="global", description="Dedupe across all docs or within each doc"
+    similarity_threshold: float = config_field(
+        DedupeOptions,
+        "similarity_threshold",
+        description="For fuzzy methods: minimum similarity to consider duplicate",
+    )
+    scope: Literal["global", "per_document"] = config_field(
+        DedupeOptions, "scope", description="Dedupe across all docs or within each doc"
     )
     force: bool = Field(default=False, description="Dedupe again even if this was just done")
 

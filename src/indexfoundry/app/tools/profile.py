@@ -16,6 +16,7 @@ from pydantic import Field
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.base import Strict
+from indexfoundry.models.ids import RunId
 from indexfoundry.models.retrieval import (
     AllowedFilter,
     HybridConfig,
@@ -27,8 +28,6 @@ from indexfoundry.models.retrieval import (
 )
 from indexfoundry.retrieval.filters import known_field
 from indexfoundry.storage.layout import RunLayout, resolve_runs_dir
-
-UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 
 class ProfileRetrievalConfig(Strict):
@@ -51,7 +50,7 @@ class ProfileRetrievalConfig(Strict):
 class BuildProfileInput(Strict):
     """Input of ``indexfoundry_index_build_profile`` (mirrors the seed's IndexBuildProfileInputSchema)."""
 
-    run_id: str = Field(pattern=UUID_PATTERN, description="Run whose retrieval profile is written")
+    run_id: RunId = Field(description="Run whose retrieval profile is written")
     retrieval_config: ProfileRetrievalConfig = Field(description="Retrieval parameters")
     allowed_filters: list[AllowedFilter] | None = Field(
         default=None, description="Filterable metadata fields (dotted chunk paths) and their operators"

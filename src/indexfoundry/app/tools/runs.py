@@ -16,6 +16,7 @@ from indexfoundry.app import runs as api
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import PipelineConfig, parse_pipeline_config
+from indexfoundry.models.ids import RunRef
 from indexfoundry.models.manifests import PipelineRunOutput
 from indexfoundry.pipeline.cleanup import RunCleanupOutput
 from indexfoundry.pipeline.diff import RunDiffOutput
@@ -25,14 +26,14 @@ from indexfoundry.pipeline.runs import RunListItem, RunStatusOutput
 class PipelineRunInput(PipelineConfig):
     """The seed's ``PipelineRunInputSchema`` (our pipeline config) plus an optional base run."""
 
-    base_run_id: str | None = Field(
+    base_run_id: RunRef | None = Field(
         default=None,
         description="Reuse everything unchanged from this run (a run id or 'latest'): incremental run",
     )
 
 
 class RunStatusInput(Strict):
-    run_id: str = Field(description="Run id (UUID), or 'latest' for the newest completed run")
+    run_id: RunRef = Field(description="Run id (UUID), or 'latest' for the newest completed run")
 
 
 class RunListInput(Strict):
@@ -49,8 +50,8 @@ class RunListOutput(Strict):
 
 
 class RunDiffInput(Strict):
-    run_id_a: str = Field(description="First (older) run id, or 'latest'")
-    run_id_b: str = Field(description="Second (newer) run id, or 'latest'")
+    run_id_a: RunRef = Field(description="First (older) run id, or 'latest'")
+    run_id_b: RunRef = Field(description="Second (newer) run id, or 'latest'")
     include_chunks: bool = Field(default=False, description="Include chunk-level diff (verbose)")
 
 

@@ -18,6 +18,7 @@ from indexfoundry import api
 from indexfoundry.app.freshness import FreshnessReport
 from indexfoundry.errors import NotFound, RunNotFound
 from indexfoundry.models.base import Strict
+from indexfoundry.models.ids import RunRef
 from indexfoundry.models.retrieval import ExpandMode, SearchFilter, SearchMode, SearchRequest, SearchResult
 from indexfoundry.retrieval.budget import cursor_index, decode_cursor, encode_cursor, fit_texts, request_key
 from indexfoundry.retrieval.pages import RunView, page_key, sections_of
@@ -78,7 +79,7 @@ class SearchDocsInput(Strict):
     filters: list[SearchFilter] = Field(
         default_factory=list, description="Metadata filters (ANDed), e.g. {field: 'source.uri', op: 'eq', value: ...}"
     )
-    run_id: str | None = Field(default=None, description=RUN_ID_DESCRIPTION)
+    run_id: RunRef | None = Field(default=None, description=RUN_ID_DESCRIPTION)
     max_tokens: int = Field(default=SEARCH_TOKENS, ge=200, le=20_000, description=TOKENS_DESCRIPTION)
     cursor: str | None = Field(default=None, max_length=1024, description=CURSOR_DESCRIPTION)
     expand: ExpandMode = Field(default="none", description="Widen hits to neighbouring chunks or their section")
@@ -118,7 +119,7 @@ class GetPageInput(Strict):
     """Arguments of ``get_page``."""
 
     path: str = Field(min_length=1, max_length=2048, description="Page path as list_pages / search_docs give it")
-    run_id: str | None = Field(default=None, description=RUN_ID_DESCRIPTION)
+    run_id: RunRef | None = Field(default=None, description=RUN_ID_DESCRIPTION)
     max_tokens: int = Field(default=PAGE_TOKENS, ge=200, le=100_000, description=TOKENS_DESCRIPTION)
     cursor: str | None = Field(default=None, max_length=1024, description=CURSOR_DESCRIPTION)
 
@@ -145,7 +146,7 @@ class GetSectionInput(Strict):
     heading: str = Field(
         min_length=1, max_length=1024, description="Heading text, or a breadcrumb like 'Guide > Config > Theme'"
     )
-    run_id: str | None = Field(default=None, description=RUN_ID_DESCRIPTION)
+    run_id: RunRef | None = Field(default=None, description=RUN_ID_DESCRIPTION)
     max_tokens: int = Field(default=PAGE_TOKENS, ge=200, le=100_000, description=TOKENS_DESCRIPTION)
     cursor: str | None = Field(default=None, max_length=1024, description=CURSOR_DESCRIPTION)
 
@@ -172,7 +173,7 @@ class SectionOutput(Strict):
 class CheckFreshnessInput(Strict):
     """Arguments of ``check_freshness``."""
 
-    run_id: str | None = Field(default=None, description=RUN_ID_DESCRIPTION)
+    run_id: RunRef | None = Field(default=None, description=RUN_ID_DESCRIPTION)
     paths: list[str] | None = Field(default=None, max_length=200, description="Only these page paths")
     sample: float | None = Field(default=None, gt=0, le=1, description="Share of the sources to check")
     max_seconds: float = Field(default=20, gt=0, le=60, description="Time limit")
@@ -181,7 +182,7 @@ class CheckFreshnessInput(Strict):
 class ListPagesInput(Strict):
     """Arguments of ``list_pages``."""
 
-    run_id: str | None = Field(default=None, description=RUN_ID_DESCRIPTION)
+    run_id: RunRef | None = Field(default=None, description=RUN_ID_DESCRIPTION)
     prefix: str | None = Field(default=None, max_length=2048, description="Only pages whose path starts with this")
     offset: int = Field(default=0, ge=0, description="Pages to skip")
     limit: int = Field(default=200, ge=1, le=2000, description="Most pages listed")
