@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.base import Strict
 from indexfoundry.models.embedding import EmbeddingModelSpec, parse_embedding_model
+from indexfoundry.models.ids import RunId
 from indexfoundry.models.retrieval import AllowedFilter, RetrievalConfig
 from indexfoundry.models.validation import validation_error
 
@@ -497,7 +498,7 @@ class ExecutionConfig(Strict):
 class PipelineConfig(Strict):
     """A pipeline config file (YAML or JSON): one per indexed corpus."""
 
-    run_id: str | None = Field(default=None, description="Run id to (re)use; new UUID v7 if omitted")
+    run_id: RunId | None = Field(default=None, description="Run id to (re)use; new UUID v7 if omitted")
     connect: ConnectConfig
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     normalize: NormalizeConfig = Field(default_factory=NormalizeConfig)
