@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from indexfoundry.app.eval import METRICS
+from indexfoundry.app.eval import EvalResult as EvalResult
 from indexfoundry.app.export import LlmsTxtOutput
 from indexfoundry.app.freshness import FreshnessReport as FreshnessReport
 from indexfoundry.app.handles import Page as Page
@@ -25,17 +27,40 @@ from indexfoundry.app.runs import serve_start as serve_start
 from indexfoundry.app.runs import status as status
 from indexfoundry.app.runs import validate_config as validate_config
 from indexfoundry.app.runs import with_execution as with_execution
+from indexfoundry.app.tools.registry import ToolSpec as ToolSpec
 from indexfoundry.models.config import (
     pipeline_config_schema,
 )
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
+from indexfoundry.retrieval.budget import CharCounter as CharCounter
+from indexfoundry.retrieval.budget import TokenCounter as TokenCounter
+from indexfoundry.retrieval.budget import cursor_index as cursor_index
+from indexfoundry.retrieval.budget import decode_cursor as decode_cursor
+from indexfoundry.retrieval.budget import encode_cursor as encode_cursor
+from indexfoundry.retrieval.budget import page_items as page_items
+from indexfoundry.retrieval.budget import request_key as request_key
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.layout import is_run_id as is_run_id
 
 if TYPE_CHECKING:
-    from indexfoundry.app.eval import EvalResult
+    # Types a surface names in annotations; it gets the objects from the functions below
+    # (``docs_index``, ``library_registry``, ``library_reader``, ``parse_library_flag``), which
+    # import their modules only when called, so ``import indexfoundry.api`` stays light.
+    from pydantic import BaseModel
+
+    from indexfoundry.app.docs_index import DocsIndex as DocsIndex
+    from indexfoundry.app.libraries import Library as Library
+    from indexfoundry.app.libraries import LibraryEntry as LibraryEntry
+    from indexfoundry.app.libraries import LibraryReader as LibraryReader
+    from indexfoundry.app.libraries import LibraryRegistry as LibraryRegistry
+    from indexfoundry.app.tools.index import VerifyOutput
     from indexfoundry.models.config import RateLimitConfig
     from indexfoundry.models.serve import ServerStatus, ServeStopOutput
+    from indexfoundry.pipeline.diff import RunDiffOutput
     from indexfoundry.retrieval.service import SearchService
+
+# The metrics ``evaluate`` reports, in the order the CLI prints them.
+EVAL_METRICS: tuple[str, ...] = METRICS
 
 
 def search(
@@ -208,3 +233,127 @@ def serve_stop(*, runs_dir: str | Path | None = None, port: int | None = None) -
     from indexfoundry.app.serving import stop_servers
 
     return stop_servers(runs_dir_for(runs_dir), port)
+
+
+# ---------------------------------------------------------------- the design's tools
+def tool_specs() -> dict[str, ToolSpec]:
+    """Every registered tool (``indexfoundry_connect_url`` …), by name, as the MCP server lists them."""
+    from indexfoundry.app.tools.registry import load_tools
+
+    return load_tools()
+
+
+def call_tool(name: str, arguments: dict[str, Any], *, runs_dir: str | Path | None = None, **context: Any) -> BaseModel:
+    """Call the design's tool ``name`` with ``arguments`` (validated against its strict input
+    model); a ``run_id`` of 'latest' names the newest completed run of ``runs_dir``."""
+    from indexfoundry.app.tools.registry import call_tool as call
+
+    root = runs_dir_for(runs_dir)
+    run_id = arguments.get("run_id")
+    if isinstance(run_id, str):
+        arguments = {**arguments, "run_id": resolve_run_id(root, run_id)}
+    return call(name, arguments, runs_dir=root, **context)
+
+
+def verify_index(run_id: str, *, runs_dir: str | Path | None = None) -> VerifyOutput:
+    """Compare the run's vector store with its ``indexed/embeddings.jsonl``: missing and extra ids."""
+    from indexfoundry.app.tools.index import verify_run
+
+    root = runs_dir_for(runs_dir)
+    return verify_run(resolve_run_id(root, run_id), root)
+
+
+# ---------------------------------------------------------------- run diff and evaluation reports
+def render_diff(diff: RunDiffOutput, *, markdown: bool = False, with_text_diffs: bool = False) -> str:
+    """A ``diff`` as terminal text, or as markdown for a pull request comment."""
+    from indexfoundry.pipeline.diff import render_markdown, render_text
+
+    return render_markdown(diff, with_text_diffs=with_text_diffs) if markdown else render_text(diff)
+
+
+def eval_thresholds(values: list[str]) -> dict[tuple[str | None, str], float]:
+    """``METRIC=VALUE`` / ``MODE:METRIC=VALUE`` minimums (``indexfoundry eval --min``); CONFIG_INVALID if malformed."""
+    from indexfoundry.app.eval import parse_thresholds
+
+    return parse_thresholds(values)
+
+
+def eval_missed(metrics: dict[str, dict[str, float]], thresholds: dict[tuple[str | None, str], float]) -> list[str]:
+    """The minimums an evaluation's metrics fall below, one line each."""
+    from indexfoundry.app.eval import missed_thresholds
+
+    return missed_thresholds(metrics, thresholds)
+
+
+def eval_write_rankings(result: EvalResult, path: str | Path) -> None:
+    """Write every mode's ranked document ids (TREC run format, tag = mode)."""
+    from indexfoundry.app.eval import write_trec_run
+
+    write_trec_run(result, Path(path))
+
+
+# ---------------------------------------------------------------- docs mode and libraries (MCP, HTTP)
+def docs_runs_dir(runs_dir: str | Path | None = None) -> Path:
+    """The runs folder of docs mode: ``runs_dir``, else $INDEXFOUNDRY_RUNS_DIR, else the user's
+    docs-mode runs folder (not ./runs: a docs server may start from any working directory)."""
+    import os
+
+    from indexfoundry.app.docs_index import default_docs_runs_dir
+    from indexfoundry.storage.layout import ENV_RUNS_DIR
+
+    if runs_dir is None and not os.environ.get(ENV_RUNS_DIR):
+        return default_docs_runs_dir()
+    return runs_dir_for(runs_dir)
+
+
+def docs_index(
+    folder: Path, runs_dir: Path, *, embedding_model: str = "local", embedder: Any = None, progress: Any = None
+) -> DocsIndex:
+    """Docs mode's index of ``folder``: built on first use, rebuilt when the folder changes."""
+    from indexfoundry.app.docs_index import DocsIndex
+
+    return DocsIndex(folder, runs_dir, embedding_model=embedding_model, embedder=embedder, progress=progress)
+
+
+def parse_library_flag(value: str) -> LibraryEntry:
+    """``NAME@VERSION=RUN_ID|CONFIG|FOLDER`` (``--library``) as a library entry; CONFIG_INVALID if malformed."""
+    from indexfoundry.app.libraries import parse_library_flag as parse
+
+    return parse(value)
+
+
+def library_registry(
+    runs_dir: Path,
+    entries: list[LibraryEntry] | None = None,
+    file: Path | None = None,
+    *,
+    embedding_model: str = "local",
+    embedder: Any = None,
+    refresh_interval_s: float = 3600.0,
+) -> LibraryRegistry:
+    """The libraries a server serves (``--library`` entries and/or a ``libraries.yaml``)."""
+    from indexfoundry.app.libraries import LibraryRegistry
+
+    return LibraryRegistry(
+        runs_dir,
+        entries,
+        file,
+        embedding_model=embedding_model,
+        embedder=embedder,
+        refresh_interval_s=refresh_interval_s,
+    )
+
+
+def library_reader(registry: LibraryRegistry, runs: Any) -> LibraryReader:
+    """Lists, searches and reads a registry's libraries through ``runs`` (a ``RunPool``, or
+    anything with its ``using(run_id)``)."""
+    from indexfoundry.app.libraries import LibraryReader
+
+    return LibraryReader(registry, runs)
+
+
+# ---------------------------------------------------------------- paths an agent names (MCP)
+def resolve_in_run(runs_dir: str | Path, run_id: str, relative: str) -> Path:
+    """The file ``relative`` names inside run ``run_id`` of ``runs_dir`` (symlinks followed);
+    NOT_FOUND when it resolves outside the run folder, RUN_NOT_FOUND when ``run_id`` is not a run id."""
+    return RunLayout.for_run(Path(runs_dir), run_id).resolve_inside(relative)

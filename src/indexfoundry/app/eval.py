@@ -21,13 +21,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from indexfoundry.errors import ConfigInvalid, NotFound, RerankError
 from indexfoundry.models.retrieval import RerankerConfig, SearchMode
-from indexfoundry.retrieval.service import SearchService
 from indexfoundry.storage.atomic import atomic_write_text
 from indexfoundry.storage.hashing import canonical_json
+
+if TYPE_CHECKING:  # the service (numpy, stores, models) loads only when an evaluation runs
+    from indexfoundry.retrieval.service import SearchService
 
 METRICS: tuple[str, ...] = ("ndcg@10", "recall@100", "mrr@10")
 MODES: tuple[SearchMode, ...] = ("semantic", "keyword", "hybrid")

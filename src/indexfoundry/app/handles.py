@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from indexfoundry.app.runs import runs_dir_for
+from indexfoundry.errors import NotFound
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.manifests import RunManifest
-from indexfoundry.models.records import DocumentChunk, ExtractedDocument
+from indexfoundry.models.records import DocumentChunk, ExtractedDocument, Heading
 from indexfoundry.models.retrieval import (
     RetrievalProfile,
     SearchFilter,
@@ -33,7 +34,10 @@ from indexfoundry.models.retrieval import (
 from indexfoundry.models.serve import DocumentView, StatsView
 from indexfoundry.pipeline.inuse import mark_in_use, release
 from indexfoundry.pipeline.runs import LATEST, RunStatusOutput, resolve_run_id, run_status
-from indexfoundry.retrieval.pages import RunView
+from indexfoundry.retrieval.budget import decode_cursor, encode_cursor, fit_texts, request_key
+from indexfoundry.retrieval.pages import RunView, page_key
+from indexfoundry.storage.atomic import append_ndjson
+from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_manifest, load_run_config
 
@@ -58,6 +62,35 @@ class PageSection:
     path: str
     breadcrumb: str
     text: str
+    other_matches: list[str]
+
+
+@dataclass(frozen=True)
+class PagePart:
+    """Part of a page's text within a token budget (``Run.page_part``); ``next_cursor`` continues it."""
+
+    path: str
+    document: ExtractedDocument
+    text: str
+    chars: int
+    offset: int
+    tokens: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class SectionPart:
+    """Part of a section's text within a token budget (``Run.section_part``)."""
+
+    path: str
+    document: ExtractedDocument
+    heading: Heading
+    breadcrumb: str
+    text: str
+    chars: int
+    offset: int
+    tokens: int
+    next_cursor: str | None
     other_matches: list[str]
 
 
@@ -189,6 +222,64 @@ class Run:
         """The section of page ``path`` under ``heading`` (or a breadcrumb ``A > B``)."""
         _, found, text, others = self.pages.section(path, heading)
         return PageSection(path=path, breadcrumb=found.breadcrumb, text=text, other_matches=others)
+
+    def find_page(self, *paths: str) -> str:
+        """The page path (as the run stores it) of the first of ``paths`` that names a page;
+        NOT_FOUND (for the last one) when none does."""
+        reader = self.pages
+        for index, path in enumerate(paths):
+            try:
+                return page_key(reader.document(path))
+            except NotFound:
+                if index == len(paths) - 1:
+                    raise
+        raise NotFound("no page path given", suggestion="Pass a page path")
+
+    def page_part(self, path: str, *, max_tokens: int | None, cursor: str | None = None) -> PagePart:
+        """The text of page ``path`` from where ``cursor`` left off (the start without one),
+        at most ``max_tokens`` counted by ``token_counter``; a cursor of another page or run is
+        CONFIG_INVALID."""
+        reader = self.pages
+        doc = reader.document(path)
+        text = reader.text(doc)
+        key = request_key("page", page_key(doc))
+        offset = decode_cursor(cursor, "page", self.id, key)[1] if cursor else 0
+        part, next_offset, tokens = fit_texts(text, offset, max_tokens, self.token_counter)
+        return PagePart(
+            path=page_key(doc),
+            document=doc,
+            text=part,
+            chars=len(text),
+            offset=offset,
+            tokens=tokens,
+            next_cursor=None if next_offset is None else encode_cursor("page", self.id, key, 0, next_offset),
+        )
+
+    def section_part(
+        self, path: str, heading: str, *, max_tokens: int | None, cursor: str | None = None
+    ) -> SectionPart:
+        """The section of page ``path`` under ``heading`` (or a breadcrumb ``A > B``), budgeted
+        and continued like ``page_part``."""
+        doc, found, whole, others = self.pages.section(path, heading)
+        key = request_key("section", page_key(doc), found.breadcrumb, found.byte_start)
+        offset = decode_cursor(cursor, "section", self.id, key)[1] if cursor else 0
+        part, next_offset, tokens = fit_texts(whole, offset, max_tokens, self.token_counter)
+        return SectionPart(
+            path=page_key(doc),
+            document=doc,
+            heading=found.heading,
+            breadcrumb=found.breadcrumb,
+            text=part,
+            chars=len(whole),
+            offset=offset,
+            tokens=tokens,
+            next_cursor=None if next_offset is None else encode_cursor("section", self.id, key, 0, next_offset),
+            other_matches=others,
+        )
+
+    def log_request(self, fields: dict[str, Any]) -> None:
+        """Append one line (``fields``, stamped with ``ts``) to the run's request log (a server's)."""
+        append_ndjson(self.layout.requests_log, {"ts": utc_now(), **fields})
 
     def stats(self) -> StatsView:
         """What the run serves: documents, chunks, model, when it was indexed."""

@@ -22,11 +22,8 @@ app = phase_group("connect", "Connect phase: fetch or copy sources into raw/.")
 
 def _call(name: str, arguments: dict[str, Any], runs_dir: Path | None) -> BaseModel:
     from indexfoundry import api
-    from indexfoundry.app.tools.registry import call_tool
 
-    root = api.runs_dir_for(runs_dir)
-    arguments["run_id"] = api.resolve_run_id(root, arguments["run_id"])
-    return call_tool(name, {k: v for k, v in arguments.items() if v is not None}, runs_dir=root)
+    return api.call_tool(name, {k: v for k, v in arguments.items() if v is not None}, runs_dir=runs_dir)
 
 
 def _headers(values: list[str]) -> dict[str, str] | None:

@@ -8,18 +8,17 @@ from pathlib import Path
 import typer
 
 from indexfoundry import api
-from indexfoundry.app.eval import METRICS, EvalResult, missed_thresholds, parse_thresholds, write_trec_run
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import RichProgress
 
 
-def render(result: EvalResult) -> None:
+def render(result: api.EvalResult) -> None:
     reranked = f", reranked by {result.reranker}" if result.reranker else ""
     typer.echo(f"run {result.run_id}, {result.queries} judged queries{reranked}")
-    typer.echo(f"{'mode':<10}" + "".join(f"{m:>12}" for m in METRICS))
+    typer.echo(f"{'mode':<10}" + "".join(f"{m:>12}" for m in api.EVAL_METRICS))
     for mode, values in result.metrics.items():
-        typer.echo(f"{mode:<10}" + "".join(f"{values[m]:>12.4f}" for m in METRICS))
+        typer.echo(f"{mode:<10}" + "".join(f"{values[m]:>12.4f}" for m in api.EVAL_METRICS))
 
 
 def register(app: typer.Typer) -> None:
@@ -59,8 +58,8 @@ def register(app: typer.Typer) -> None:
         """Measure nDCG@10, recall@100 and MRR@10 of each search mode on judged queries."""
         if mode not in ("semantic", "keyword", "hybrid", "all"):
             raise ConfigInvalid(f"unknown mode '{mode}'", suggestion="Use semantic, keyword, hybrid or all")
-        thresholds = parse_thresholds(minimum)
-        result: EvalResult = api.evaluate(
+        thresholds = api.eval_thresholds(minimum)
+        result: api.EvalResult = api.evaluate(
             beir_dir=beir_dir,
             split=split,
             run_id=run_id,
@@ -74,12 +73,12 @@ def register(app: typer.Typer) -> None:
             top_k_to_rerank=rerank_top_k,
         )
         if rankings is not None:
-            write_trec_run(result, rankings)
+            api.eval_write_rankings(result, rankings)
         if json_out:
             typer.echo(json.dumps(result.to_json(), indent=2))
         else:
             render(result)
-        missed = missed_thresholds(result.metrics, thresholds)
+        missed = api.eval_missed(result.metrics, thresholds)
         for line in missed:
             typer.echo(f"below threshold: {line}", err=True)
         if missed:

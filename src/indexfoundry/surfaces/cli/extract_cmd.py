@@ -24,11 +24,7 @@ app = phase_group("extract", "Extract phase: raw files to text.")
 
 
 def _call(name: str, arguments: dict[str, Any], runs_dir: Path | None) -> BaseModel:
-    from indexfoundry.app.tools.registry import call_tool
-
-    root = api.runs_dir_for(runs_dir)
-    arguments["run_id"] = api.resolve_run_id(root, arguments["run_id"])
-    return call_tool(name, {k: v for k, v in arguments.items() if v is not None}, runs_dir=root)
+    return api.call_tool(name, {k: v for k, v in arguments.items() if v is not None}, runs_dir=runs_dir)
 
 
 def _pages(value: str | None) -> dict[str, int] | None:

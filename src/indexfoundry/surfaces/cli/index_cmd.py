@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from indexfoundry import api
-from indexfoundry.app.tools.registry import call_tool
+from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.embedding import HashModel, LocalInt8Model, LocalModel, parse_embedding_model
 from indexfoundry.surfaces.cli.options import Force, Json, RunId, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
@@ -18,13 +18,10 @@ from indexfoundry.surfaces.cli.phase_group import phase_group
 app = phase_group("index", "Index phase: embed chunks and upsert them into the vector store.")
 
 
-def _run(run_id: str, runs_dir: Path | None) -> tuple[Path, str, Any]:
-    from indexfoundry.storage.layout import RunLayout
-    from indexfoundry.storage.manifest import load_run_config
-
+def _run(run_id: str, runs_dir: Path | None) -> tuple[Path, str, PipelineConfig]:
     root = api.runs_dir_for(runs_dir)
-    rid = api.resolve_run_id(root, run_id)
-    return root, rid, load_run_config(RunLayout.existing(root, rid))
+    with api.open_run(run_id, root) as run:
+        return root, run.id, run.config
 
 
 def _model_from_spec(spec: str, dimensions: int | None, api_key_env: str, base_url: str | None) -> dict[str, Any]:
@@ -67,7 +64,7 @@ def embed(
         "retry_config": cfg.retry_config.model_dump(),
         "force": force,
     }
-    out: Any = call_tool("indexfoundry_index_embed", arguments, runs_dir=root)
+    out: Any = api.call_tool("indexfoundry_index_embed", arguments, runs_dir=root)
     if json_out:
         print_json(out)
         return
@@ -100,7 +97,7 @@ def upsert(
         "upsert_mode": mode or vdb.upsert_mode,
         "batch_size": vdb.batch_size,
     }
-    out: Any = call_tool("indexfoundry_index_upsert", arguments, runs_dir=root)
+    out: Any = api.call_tool("indexfoundry_index_upsert", arguments, runs_dir=root)
     if json_out:
         print_json(out)
         return
@@ -119,10 +116,7 @@ def verify(
     json_out: bool = Json,
 ) -> None:
     """Compare the vector store's ids with the run's embeddings: missing and extra ids (exit 1 if any)."""
-    from indexfoundry.app.tools.index import verify_run
-
-    root = api.runs_dir_for(runs_dir)
-    out = verify_run(api.resolve_run_id(root, run_id), root)
+    out = api.verify_index(run_id, runs_dir=runs_dir)
     if json_out:
         print_json(out)
     else:

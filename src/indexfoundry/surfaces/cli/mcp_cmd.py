@@ -10,7 +10,6 @@ import typer
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config import load_global_config
-from indexfoundry.storage.layout import ENV_RUNS_DIR
 from indexfoundry.surfaces.cli.options import RunsDir
 from indexfoundry.surfaces.mcp.security import DEFAULT_AGENT_ENV, LOOPBACK_HOSTS, AgentPolicy
 
@@ -106,7 +105,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve search_docs/get_page/get_section/list_pages (and, with --tools all or without --docs, every
         pipeline tool) to MCP clients."""
-        from indexfoundry.app.docs_index import default_docs_runs_dir
         from indexfoundry.surfaces.mcp.server import TOOL_SETS, ServerOptions
         from indexfoundry.surfaces.mcp.transports import serve_http, serve_stdio
 
@@ -117,9 +115,9 @@ def register(app: typer.Typer) -> None:
             folder = docs.expanduser().resolve()
             if not folder.is_dir():
                 raise ConfigInvalid(f"--docs {docs} is not a folder", suggestion="Pass the folder of your docs")
-            if runs_dir is None and not os.environ.get(ENV_RUNS_DIR):
-                runs_dir = default_docs_runs_dir()
-        root = api.runs_dir_for(runs_dir).expanduser().resolve()
+            root = api.docs_runs_dir(runs_dir).expanduser().resolve()
+        else:
+            root = api.runs_dir_for(runs_dir).expanduser().resolve()
         token: str | None = None
         if token_env is not None:
             token = os.environ.get(token_env) or None
@@ -136,10 +134,8 @@ def register(app: typer.Typer) -> None:
             allowed_endpoints=tuple(allow_endpoints),
             allowed_bind_hosts=LOOPBACK_HOSTS | frozenset(h.strip("[]").lower() for h in allow_bind_hosts),
         ).with_env(allow_env)
-        from indexfoundry.app.libraries import parse_library_flag
-
         options = ServerOptions(
-            libraries=[parse_library_flag(value) for value in libraries],
+            libraries=[api.parse_library_flag(value) for value in libraries],
             libraries_file=libraries_file.expanduser().resolve() if libraries_file is not None else None,
             refresh_interval_s=refresh_interval,
             runs_dir=root,

@@ -12,7 +12,6 @@ import yaml
 from pydantic import BaseModel
 
 from indexfoundry import api
-from indexfoundry.app.tools.registry import call_tool
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.surfaces.cli.options import Force, Json, RunId, RunsDir
 from indexfoundry.surfaces.cli.output import render
@@ -22,8 +21,7 @@ app = phase_group("normalize", "Normalize phase: chunk, enrich and dedupe.")
 
 
 def _call(name: str, run_id: str, runs_dir: Path | None, arguments: dict[str, Any]) -> BaseModel:
-    root = api.runs_dir_for(runs_dir)
-    return call_tool(name, {"run_id": api.resolve_run_id(root, run_id), **arguments}, runs_dir=root)
+    return api.call_tool(name, {"run_id": run_id, **arguments}, runs_dir=runs_dir)
 
 
 @app.command("chunk")

@@ -86,7 +86,6 @@ def diff(
     Timing fields (start/end times, durations) never count as differences.
     """
     from indexfoundry.errors import ConfigInvalid
-    from indexfoundry.pipeline.diff import render_markdown, render_text
 
     if fmt not in ("text", "markdown", "json"):
         raise ConfigInvalid(f"unknown format '{fmt}'", suggestion="Use text, markdown or json")
@@ -96,9 +95,9 @@ def diff(
     if json_out or fmt == "json":
         print_json(out)
     elif markdown:
-        typer.echo(render_markdown(out, with_text_diffs=include_chunks), nl=False)
+        typer.echo(api.render_diff(out, markdown=True, with_text_diffs=include_chunks), nl=False)
     else:
-        typer.echo(render_text(out), nl=False)
+        typer.echo(api.render_diff(out), nl=False)
     if exit_code and not out.identical:
         raise typer.Exit(1)
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.middleware.cors import CORSMiddleware
@@ -27,7 +27,6 @@ from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictFloat,
 
 from indexfoundry import __version__, api
 from indexfoundry.api import FreshnessReport
-from indexfoundry.app.libraries import LibraryReader
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import AllowedFilter, SearchFilter, SearchMode, SearchRequest, SearchResponse
@@ -48,6 +47,9 @@ from indexfoundry.surfaces.http.limits import BodyLimitMiddleware
 from indexfoundry.surfaces.http.ratelimit import RateLimiter
 from indexfoundry.surfaces.http.reqlog import RequestLogMiddleware
 from indexfoundry.surfaces.http.settings import HttpSettings
+
+if TYPE_CHECKING:
+    from indexfoundry.api import LibraryReader
 
 log = logging.getLogger("indexfoundry.http")
 
@@ -261,7 +263,7 @@ def _static_text(name: str) -> str:
 
 
 def create_app(
-    settings: HttpSettings, holder: RunHolder | None = None, libraries: LibraryReader | None = None
+    settings: HttpSettings, holder: RunHolder | None = None, libraries: "LibraryReader | None" = None
 ) -> FastAPI:
     """The HTTP API for ``settings``; ``holder`` (default: built from the settings) serves the run.
 
@@ -521,7 +523,7 @@ def create_app(
     return app
 
 
-def _add_library_routes(app: FastAPI, settings: HttpSettings, guard: Guard, reader: LibraryReader) -> None:
+def _add_library_routes(app: FastAPI, settings: HttpSettings, guard: Guard, reader: "LibraryReader") -> None:
     """``/libraries`` endpoints over a library registry (the MCP library tools' HTTP twin)."""
     base = settings.base_path
     responses = {**_ERROR_RESPONSES, **_NOT_FOUND}
@@ -696,7 +698,7 @@ def _openapi_builder(app: FastAPI, settings: HttpSettings, include_schemas: bool
 
 
 def openapi_spec(
-    settings: HttpSettings, include_schemas: bool = True, libraries: LibraryReader | None = None
+    settings: HttpSettings, include_schemas: bool = True, libraries: "LibraryReader | None" = None
 ) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the app built from ``settings`` (no run needs to be loaded).
 

@@ -14,8 +14,6 @@ from typing import Any
 import uuid6
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from indexfoundry.storage.atomic import append_ndjson
-from indexfoundry.storage.clock import utc_now
 from indexfoundry.surfaces.http.holder import RunHolder
 
 log = logging.getLogger("indexfoundry.http")
@@ -63,7 +61,6 @@ class RequestLogMiddleware:
         state = scope.get("state") or {}
         client = scope.get("client")
         line = {
-            "ts": utc_now(),
             "request_id": request_id,
             "method": scope.get("method"),
             "path": scope.get("path"),
@@ -74,6 +71,6 @@ class RequestLogMiddleware:
             "run_id": run.id,
         }
         try:
-            append_ndjson(run.requests_log, line)
+            run.log_request(line)
         except OSError as exc:  # a full disk must not take the API down
             log.warning("cannot write the request log: %s", exc)

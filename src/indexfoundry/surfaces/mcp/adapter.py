@@ -36,7 +36,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from indexfoundry.app.tools.registry import ToolSpec
+from indexfoundry import api
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.manifests import ToolError
 from indexfoundry.models.validation import validation_error
@@ -88,7 +88,7 @@ def output_model_of(func: Callable[..., Any]) -> type[BaseModel] | None:
     return ret if isinstance(ret, type) and issubclass(ret, BaseModel) else None
 
 
-def from_spec(spec: ToolSpec, context: dict[str, Any]) -> Exposed:
+def from_spec(spec: api.ToolSpec, context: dict[str, Any]) -> Exposed:
     """The registry's ``ToolSpec`` as an exposed tool."""
     ann = spec.annotations
     return Exposed(

@@ -9,23 +9,14 @@ by score. Descriptions are kept short: the tool listing is part of every agent's
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from indexfoundry.app.libraries import Library, LibraryReader, LibraryRegistry
+from indexfoundry import api
 from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResult
 from indexfoundry.models.serve import LibraryVersionView
-from indexfoundry.retrieval.budget import (
-    CharCounter,
-    TokenCounter,
-    cursor_index,
-    decode_cursor,
-    encode_cursor,
-    page_items,
-    request_key,
-)
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
 from indexfoundry.surfaces.mcp.retrieval import (
     CURSOR_DESCRIPTION,
@@ -40,6 +31,9 @@ from indexfoundry.surfaces.mcp.retrieval import (
     RetrievalTools,
     SectionOutput,
 )
+
+if TYPE_CHECKING:
+    from indexfoundry.api import Library, LibraryRegistry
 
 _LIB = "Library name (list_libraries)"
 _VERSION = "Exact version, 'latest' (default), '18.x' or a range like '>=18 <19'"
@@ -154,7 +148,7 @@ class LibraryTools:
 
     def list_libraries(self, payload: ListLibrariesInput) -> ListLibrariesOutput:
         """Every library version served, with its run, indexing time and page count."""
-        listed = LibraryReader(self.registry, self.retrieval).list(payload.name)
+        listed = api.library_reader(self.registry, self.retrieval).list(payload.name)
         return ListLibrariesOutput(libraries=listed.libraries)
 
     def search_docs(self, payload: LibrarySearchInput) -> TextAnswer:
@@ -172,7 +166,7 @@ class LibraryTools:
         searched: list[Searched] = []
         found: list[tuple[float, str, int, Library, SearchResult]] = []
         warnings: list[str] = []
-        counter: TokenCounter = CharCounter()
+        counter: api.TokenCounter = api.CharCounter()
         for lib in libraries:
             with self.retrieval.using(lib.run_id()) as run:
                 if len(libraries) == 1:
@@ -230,8 +224,8 @@ class LibraryTools:
             warnings=warnings,
         )
         reserve = counter.count(head) + counter.count(skeleton.model_dump_json(exclude_none=True)) + 16
-        runs = request_key(*(s.run_id for s in searched))
-        key = request_key(
+        runs = api.request_key(*(s.run_id for s in searched))
+        key = api.request_key(
             "library-search",
             payload.query,
             payload.library,
@@ -240,11 +234,11 @@ class LibraryTools:
             payload.mode,
             [f.model_dump(mode="json") for f in payload.filters],
         )
-        at = decode_cursor(payload.cursor, "library-search", runs, key) if payload.cursor else (0, 0)
-        page, _, next_at = page_items(
+        at = api.decode_cursor(payload.cursor, "library-search", runs, key) if payload.cursor else (0, 0)
+        page, _, next_at = api.page_items(
             ranked, at, max(payload.max_tokens - reserve, 100), cost, lambda item: item[1].text, part_of
         )
-        first = cursor_index(payload.cursor) + 1 if payload.cursor else 1
+        first = api.cursor_index(payload.cursor) + 1 if payload.cursor else 1
         hits: list[LibraryHit] = []
         texts = [head]
         for rank, item in enumerate(page, start=first):
@@ -257,7 +251,7 @@ class LibraryTools:
             results=hits,
             returned_chars=sum(h.chars for h in hits),
             tokens=0,
-            next_cursor=None if next_at is None else encode_cursor("library-search", runs, key, *next_at),
+            next_cursor=None if next_at is None else api.encode_cursor("library-search", runs, key, *next_at),
             warnings=warnings,
         )
         structured.tokens = sum(counter.count(t) for t in texts) + counter.count(

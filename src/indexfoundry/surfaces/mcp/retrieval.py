@@ -15,13 +15,10 @@ from typing import Any, Protocol
 from pydantic import Field
 
 from indexfoundry import api
-from indexfoundry.app.freshness import FreshnessReport
-from indexfoundry.errors import NotFound, RunNotFound
+from indexfoundry.errors import RunNotFound
 from indexfoundry.models.base import Strict
 from indexfoundry.models.ids import RunRef
 from indexfoundry.models.retrieval import ExpandMode, SearchFilter, SearchMode, SearchRequest, SearchResult
-from indexfoundry.retrieval.budget import cursor_index, decode_cursor, encode_cursor, fit_texts, request_key
-from indexfoundry.retrieval.pages import RunView, page_key, sections_of
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
 from indexfoundry.surfaces.mcp.security import LATEST, check_run_id
 
@@ -236,11 +233,9 @@ class RetrievalTools:
             return self.page_prefix + clean
         return clean
 
-    def _document(self, view: RunView, path: str) -> Any:
-        try:
-            return view.document(self.stored(path))
-        except NotFound:
-            return view.document(path)
+    def _page(self, run: api.Run, path: str) -> str:
+        """The page path (as the run stores it) an agent's path names (either form)."""
+        return run.find_page(self.stored(path), path)
 
     def stamp(self, run_id: str, indexed_at: str | None) -> str:
         """The first text block: which run answered, when it was indexed, and how stale it is."""
@@ -321,7 +316,7 @@ class RetrievalTools:
             ),
             cost=cost,
         )
-        first = cursor_index(payload.cursor) + 1 if payload.cursor else 1
+        first = api.cursor_index(payload.cursor) + 1 if payload.cursor else 1
         changed = self._changed(run_id, {r.source.uri for r in response.results}) if self.flag_changed else set()
         hits: list[DocHit] = []
         texts = [head]
@@ -355,27 +350,21 @@ class RetrievalTools:
             return self._get_page(payload, run)
 
     def _get_page(self, payload: GetPageInput, run: api.Run) -> TextAnswer:
-        run_id = run.id
-        view = run.pages
-        counter = run.token_counter
-        doc = self._document(view, payload.path)
-        text = view.text(doc)
-        key = request_key("page", page_key(doc))
-        offset = decode_cursor(payload.cursor, "page", run_id, key)[1] if payload.cursor else 0
-        part, next_offset, tokens = fit_texts(text, offset, payload.max_tokens, counter)
+        part = run.page_part(self._page(run, payload.path), max_tokens=payload.max_tokens, cursor=payload.cursor)
+        indexed_at = run.pages.indexed_at
         structured = PageOutput(
-            run_id=view.run_id,
-            indexed_at=view.indexed_at,
-            path=self.shown(page_key(doc)),
-            title=doc.title,
-            format=doc.format,
-            chars=len(text),
-            offset=offset,
-            returned_chars=len(part),
-            tokens=tokens,
-            next_cursor=None if next_offset is None else encode_cursor("page", run_id, key, 0, next_offset),
+            run_id=run.id,
+            indexed_at=indexed_at,
+            path=self.shown(part.path),
+            title=part.document.title,
+            format=part.document.format,
+            chars=part.chars,
+            offset=part.offset,
+            returned_chars=len(part.text),
+            tokens=part.tokens,
+            next_cursor=part.next_cursor,
         )
-        return TextAnswer(structured=structured, texts=[self.stamp(view.run_id, view.indexed_at), part])
+        return TextAnswer(structured=structured, texts=[self.stamp(run.id, indexed_at), part.text])
 
     def get_section(self, payload: GetSectionInput) -> TextAnswer:
         """One section of a page, by heading text or breadcrumb."""
@@ -383,44 +372,37 @@ class RetrievalTools:
             return self._get_section(payload, run)
 
     def _get_section(self, payload: GetSectionInput, run: api.Run) -> TextAnswer:
-        run_id = run.id
-        view = run.pages
-        counter = run.token_counter
-        doc, section, whole, others = view.section(page_key(self._document(view, payload.path)), payload.heading)
-        key = request_key("section", page_key(doc), section.breadcrumb, section.byte_start)
-        offset = decode_cursor(payload.cursor, "section", run_id, key)[1] if payload.cursor else 0
-        body, next_offset, tokens = fit_texts(whole, offset, payload.max_tokens, counter)
-        structured = SectionOutput(
-            run_id=view.run_id,
-            indexed_at=view.indexed_at,
-            path=self.shown(page_key(doc)),
-            title=doc.title,
-            heading=section.heading.text,
-            breadcrumb=section.breadcrumb,
-            level=section.heading.level,
-            line=section.heading.line,
-            chars=len(whole),
-            offset=offset,
-            returned_chars=len(body),
-            tokens=tokens,
-            next_cursor=None if next_offset is None else encode_cursor("section", run_id, key, 0, next_offset),
-            other_matches=others,
+        part = run.section_part(
+            self._page(run, payload.path), payload.heading, max_tokens=payload.max_tokens, cursor=payload.cursor
         )
-        return TextAnswer(structured=structured, texts=[self.stamp(view.run_id, view.indexed_at), body])
+        indexed_at = run.pages.indexed_at
+        structured = SectionOutput(
+            run_id=run.id,
+            indexed_at=indexed_at,
+            path=self.shown(part.path),
+            title=part.document.title,
+            heading=part.heading.text,
+            breadcrumb=part.breadcrumb,
+            level=part.heading.level,
+            line=part.heading.line,
+            chars=part.chars,
+            offset=part.offset,
+            returned_chars=len(part.text),
+            tokens=part.tokens,
+            next_cursor=part.next_cursor,
+            other_matches=part.other_matches,
+        )
+        return TextAnswer(structured=structured, texts=[self.stamp(run.id, indexed_at), part.text])
 
     def _changed(self, run_id: str, uris: set[str]) -> set[str]:
         """Which of these folder-file uris changed since the run (hashes only, no network)."""
-        from indexfoundry import api
-
         report = api.check_freshness(
             run_id, runs_dir=self.source.runs_dir, uris=sorted(uris), max_seconds=2, local_only=True
         )
         return {entry.uri for entry in report.changed}
 
-    def check_freshness(self, payload: CheckFreshnessInput) -> FreshnessReport:
+    def check_freshness(self, payload: CheckFreshnessInput) -> api.FreshnessReport:
         """Which sources of the run changed since it was built (files by hash, URLs by ETag)."""
-        from indexfoundry import api
-
         uris = None if payload.paths is None else [self.stored(p.split("#", 1)[0]) for p in payload.paths]
         return api.check_freshness(
             self._run(payload.run_id),
@@ -434,9 +416,10 @@ class RetrievalTools:
         """The pages of the run, sorted by path: one line each in the text part ("path — title"),
         their metadata in the structured part (never the same content in both)."""
         with self.using(payload.run_id) as run:
-            return self._list_pages(payload, run.pages)
+            return self._list_pages(payload, run)
 
-    def _list_pages(self, payload: ListPagesInput, view: RunView) -> TextAnswer:
+    def _list_pages(self, payload: ListPagesInput, run: api.Run) -> TextAnswer:
+        view = run.pages
         prefix = self.stored(payload.prefix) if payload.prefix else None
         keys = [k for k in view.documents if prefix is None or k.startswith(prefix)]
         chosen = keys[payload.offset : payload.offset + payload.limit]
@@ -495,7 +478,7 @@ class RetrievalTools:
                 name="check_freshness",
                 description="Which sources changed since the run was built (files by hash, URLs by ETag).",
                 input_model=CheckFreshnessInput,
-                output_model=FreshnessReport,
+                output_model=api.FreshnessReport,
                 call=self.check_freshness,
                 **{**common, "open_world": True, "idempotent": False},
             ),
@@ -512,7 +495,7 @@ class RetrievalTools:
     # Resources -----------------------------------------------------------------
     def page_text(self, path: str) -> str:
         with self.using(None) as run:
-            return run.pages.text(self._document(run.pages, path))
+            return run.page(self._page(run, path)).text
 
     def page_list(self, limit: int = 1000) -> list[tuple[str, str | None, str]]:
         with self.using(None) as run:
@@ -524,4 +507,4 @@ def _result_path(uri: str, record_id: str | None) -> str:
     return f"{uri}#{record_id}" if record_id else uri
 
 
-__all__ = ["FixedRuns", "RetrievalTools", "RunSource", "latest_or_named", "sections_of"]
+__all__ = ["FixedRuns", "RetrievalTools", "RunSource", "latest_or_named"]

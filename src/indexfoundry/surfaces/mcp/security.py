@@ -40,8 +40,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 from urllib.parse import urlsplit
 
+from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid, DomainBlocked, NotFound, RunNotFound
-from indexfoundry.storage.layout import RunLayout, is_run_id
 
 # Argument names that hold run ids.
 RUN_ID_KEYS: frozenset[str] = frozenset({"run_id", "run_id_a", "run_id_b", "base_run_id", "base"})
@@ -129,7 +129,7 @@ def check_run_id(value: Any, key: str = "run_id", *, allow_latest: bool = False)
     """A run id must be a lowercase UUID (or, where allowed, 'latest'); anything else is RUN_NOT_FOUND."""
     if allow_latest and value == LATEST:
         return LATEST
-    if not isinstance(value, str) or not is_run_id(value):
+    if not isinstance(value, str) or not api.is_run_id(value):
         raise RunNotFound(
             f"{key} {value!r} is not a run id",
             suggestion="Run ids are UUIDs: call indexfoundry_run_list to see them",
@@ -145,14 +145,14 @@ def _looks_absolute(value: str) -> bool:
     return PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute() or value.startswith("~")
 
 
-def resolve_in_run(layout: RunLayout, relative: str) -> Path:
-    """Resolve a path relative to the run folder; absolute, ``..`` and symlink escapes are refused."""
+def resolve_in_run(runs_dir: Path, run_id: str, relative: str) -> Path:
+    """Resolve a path relative to the folder of run ``run_id``; absolute, ``..`` and symlink escapes are refused."""
     suggestion = "Pass a path relative to the run folder (e.g. 'normalized/chunks.jsonl'), without '..'"
     if not relative or "\0" in relative or _looks_absolute(relative):
-        raise _escape(relative, f"run {layout.run_id}", suggestion)
+        raise _escape(relative, f"run {run_id}", suggestion)
     if ".." in PurePosixPath(relative.replace("\\", "/")).parts:
-        raise _escape(relative, f"run {layout.run_id}", suggestion)
-    return layout.resolve_inside(relative)
+        raise _escape(relative, f"run {run_id}", suggestion)
+    return api.resolve_in_run(runs_dir, run_id, relative)
 
 
 class Roots:
@@ -193,16 +193,14 @@ def guard_arguments(arguments: Any, roots: Roots, runs_dir: Path, policy: AgentP
     if not isinstance(arguments, dict):
         return arguments
     run_id = arguments.get("run_id")
-    layout = None
-    if isinstance(run_id, str) and is_run_id(run_id):
-        layout = RunLayout.for_run(runs_dir, run_id)
-    return _Guard(roots, layout, policy or AgentPolicy()).walk(arguments)
+    run = (runs_dir, run_id) if isinstance(run_id, str) and api.is_run_id(run_id) else None
+    return _Guard(roots, run, policy or AgentPolicy()).walk(arguments)
 
 
 @dataclass(frozen=True)
 class _Guard:
     roots: Roots
-    layout: RunLayout | None
+    run: tuple[Path, str] | None  # (runs folder, run id) of the call's run
     policy: AgentPolicy
 
     def walk(self, value: Any, key: str | None = None, parent: str | None = None) -> Any:
@@ -272,12 +270,12 @@ class _Guard:
         suggestion = "Pass a path relative to the run folder, without '..'"
         if is_url(value):
             raise _escape(value, "the run folder", suggestion)
-        if self.layout is None:
+        if self.run is None:
             # No run to resolve against: still refuse the obvious escapes.
             if _looks_absolute(value) or ".." in PurePosixPath(value.replace("\\", "/")).parts:
                 raise _escape(value, "the run folder", suggestion)
             return value
-        resolve_in_run(self.layout, value)
+        resolve_in_run(*self.run, value)
         return value
 
     def connection_value(self, key: str, value: str) -> str:

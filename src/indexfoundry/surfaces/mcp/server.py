@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.to_thread
 from mcp.server.auth.provider import AccessToken
@@ -24,9 +24,6 @@ from mcp.server.mcpserver.exceptions import ResourceError
 from mcp_types import Resource as MCPResource
 
 from indexfoundry import __version__, api
-from indexfoundry.app.docs_index import DocsIndex
-from indexfoundry.app.libraries import LibraryEntry, LibraryRegistry
-from indexfoundry.app.tools.registry import load_tools
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.models.config import NetworkBounds
 from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
@@ -34,6 +31,9 @@ from indexfoundry.surfaces.mcp.library_tools import LibraryTools
 from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunSource
 from indexfoundry.surfaces.mcp.schemas import SCHEMA_URI_PREFIX, compact_schema
 from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, check_run_id, tokens_equal
+
+if TYPE_CHECKING:
+    from indexfoundry.api import DocsIndex, LibraryEntry, LibraryRegistry
 
 log = logging.getLogger("indexfoundry.mcp")
 
@@ -141,7 +141,7 @@ def create_server(
     if options.libraries or options.libraries_file is not None:
         if options.docs is not None:
             raise ConfigInvalid("--docs and --library cannot be combined", suggestion="Serve the folder as a library")
-        registry = LibraryRegistry(
+        registry = api.library_registry(
             runs_dir,
             options.libraries,
             options.libraries_file,
@@ -152,7 +152,7 @@ def create_server(
         runs = api.RunPool(runs_dir, embedder=options.embedder, size=64)
         source = FixedRuns(runs_dir, options.run_id)
     elif options.docs is not None:
-        docs = DocsIndex(
+        docs = api.docs_index(
             options.docs,
             runs_dir,
             embedding_model=options.embedding_model,
@@ -180,7 +180,7 @@ def create_server(
     else:
         exposed = retrieval.exposed()
         if options.tool_set() == "all":
-            exposed.extend(from_spec(spec, context) for spec in load_tools().values())
+            exposed.extend(from_spec(spec, context) for spec in api.tool_specs().values())
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:

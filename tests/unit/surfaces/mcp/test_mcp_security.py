@@ -38,15 +38,16 @@ def test_a_uuid_is_a_run_id():
 
 @pytest.mark.parametrize("path", ["../other/manifest.json", "normalized/../../x", "/etc/passwd", "~/x", "C:\\x", ""])
 def test_run_relative_paths_cannot_leave_the_run(layout: RunLayout, path: str):
-    assert code_of(lambda: resolve_in_run(layout, path)) == "NOT_FOUND"
+    assert code_of(lambda: resolve_in_run(layout.root.parent, RUN, path)) == "NOT_FOUND"
 
 
 def test_a_symlink_inside_the_run_that_points_out_is_refused(layout: RunLayout, tmp_path: Path):
     outside = tmp_path / "secret.txt"
     outside.write_text("secret", encoding="utf-8")
     (layout.normalized_dir / "link.jsonl").symlink_to(outside)
-    assert code_of(lambda: resolve_in_run(layout, "normalized/link.jsonl")) == "NOT_FOUND"
-    assert resolve_in_run(layout, "normalized/chunks.jsonl") == (layout.normalized_dir / "chunks.jsonl").resolve()
+    assert code_of(lambda: resolve_in_run(layout.root.parent, RUN, "normalized/link.jsonl")) == "NOT_FOUND"
+    found = resolve_in_run(layout.root.parent, RUN, "normalized/chunks.jsonl")
+    assert found == (layout.normalized_dir / "chunks.jsonl").resolve()
 
 
 def test_host_paths_must_resolve_inside_a_root(tmp_path: Path):
