@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from indexfoundry.app.eval import METRICS
 from indexfoundry.app.eval import EvalResult as EvalResult
 from indexfoundry.app.export import LlmsTxtOutput
-from indexfoundry.app.freshness import FreshnessReport as FreshnessReport
 from indexfoundry.app.handles import Page as Page
 from indexfoundry.app.handles import PageSection as PageSection
 from indexfoundry.app.handles import Run as Run
@@ -31,6 +30,7 @@ from indexfoundry.app.tools.registry import ToolSpec as ToolSpec
 from indexfoundry.models.config import (
     pipeline_config_schema,
 )
+from indexfoundry.models.freshness import FreshnessReport as FreshnessReport
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
 from indexfoundry.retrieval.budget import CharCounter as CharCounter
 from indexfoundry.retrieval.budget import TokenCounter as TokenCounter

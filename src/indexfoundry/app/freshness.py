@@ -19,13 +19,10 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Literal
-
-from pydantic import Field
 
 from indexfoundry.errors import IndexFoundryError
-from indexfoundry.models.base import Strict
 from indexfoundry.models.config import FolderSource, GlobalConfig, PipelineConfig
+from indexfoundry.models.freshness import FreshnessReport, SourceFreshness, Status
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.connect.net import Fetcher, FetchPolicy, HttpStatusError
 from indexfoundry.storage.atomic import iter_jsonl
@@ -33,29 +30,7 @@ from indexfoundry.storage.hashing import sha256_file, sha256_text
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_manifest, load_run_config
 
-Status = Literal["unchanged", "changed", "gone", "error", "unchecked"]
 _URL_KINDS = frozenset({"url", "sitemap", "crawl", "llms_txt"})
-
-
-class SourceFreshness(Strict):
-    uri: str = Field(description="Source uri, as in results' source.uri")
-    status: Status = Field(description="unchanged, changed, gone, error or unchecked")
-    how: str | None = Field(default=None, description="How it was checked: hash, etag, last-modified or bytes")
-    fetched_at: str | None = Field(default=None, description="When the run read the source")
-    error: str | None = Field(default=None, description="Error code, when the check failed")
-
-
-class FreshnessReport(Strict):
-    """Answer of ``check_freshness``."""
-
-    run_id: str = Field(description="Run checked")
-    sources: int = Field(description="Sources of the run (or of the given uris)")
-    checked: int = Field(description="Sources checked")
-    sample: float | None = Field(default=None, description="Share of the sources checked, when sampling")
-    timed_out: bool = Field(default=False, description="max_seconds ran out before every chosen source was checked")
-    changed: list[SourceFreshness] = Field(description="Changed or gone sources")
-    errors: list[SourceFreshness] = Field(default_factory=list, description="Sources whose check failed")
-    unchanged: int = Field(description="Sources checked and unchanged")
 
 
 def _folder_file(config: PipelineConfig, record: RawRecord) -> Path | None:

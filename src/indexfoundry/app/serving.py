@@ -19,8 +19,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeConfig, ServeEndpoint
 from indexfoundry.models.retrieval import RetrievalProfile
@@ -148,6 +146,8 @@ def _url(host: str, port: int) -> str:
 
 
 def _health(info: ServerInfo, timeout: float = 2.0) -> dict[str, Any] | None:
+    import httpx  # only when a server is asked (keeps every CLI command's start light)
+
     try:
         response = httpx.get(f"{info.url}{info.base_path}/health", timeout=timeout)
     except httpx.HTTPError:
