@@ -26,6 +26,7 @@ from indexfoundry.storage.artifacts import read_artifact_data, write_artifact
 from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
 from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.workcache import WorkCache
 
 _DEFAULT_CHUNKS = "normalized/chunks.jsonl"
 
@@ -304,7 +305,8 @@ def normalize_enrich(
                 skipped=True,
             )
         input_sha = sha256_file(path)
-        chunks, report = enrich_chunks(_read_chunks(path), payload.rules)
+        with WorkCache.for_runs(layout.runs_dir) as cache:
+            chunks, report = enrich_chunks(_read_chunks(path), payload.rules, cache=cache)
         atomic_write_jsonl(path, chunks)
         report.update({"tool_key": key, "input_sha256": input_sha, "output_sha256": sha256_file(path)})
         write_artifact(layout.enrichment_report, EnrichmentReport.model_validate(report))

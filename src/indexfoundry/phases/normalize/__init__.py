@@ -35,6 +35,7 @@ from indexfoundry.phases.normalize.enrich import effective_rules, enrich_chunks
 from indexfoundry.phases.normalize.window import token_window, window_stats, windows_embedded
 from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
+from indexfoundry.storage.workcache import WorkCache
 
 __all__ = ["NormalizePhase", "Span", "build_chunks", "chunk_spans", "chunker_config", "dedupe_options"]
 
@@ -108,7 +109,8 @@ class NormalizePhase(Phase):
             chunks, report = dedupe_chunks(result.chunks, options)
         else:
             chunks, report = result.chunks, no_dedupe_report(len(result.chunks))
-        chunks, enrichment = enrich_chunks(chunks, rules, detect)
+        with WorkCache.for_runs(ctx.runs_dir) as cache:  # languages detected by earlier runs
+            chunks, enrichment = enrich_chunks(chunks, rules, detect, cache)
         stats["chunks_after_dedupe"] = len(chunks)
         stats.update(window_stats(window, [c.embedding_text() for c in chunks], result.split_for_window))
         over = stats.get("chunks_over_window")

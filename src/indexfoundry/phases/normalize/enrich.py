@@ -27,6 +27,7 @@ from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config import EnrichRules, NormalizeConfig
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.phases.base import package_version
+from indexfoundry.storage.workcache import WorkCache
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "u": 0, "g": 0}
 
@@ -161,9 +162,13 @@ def effective_rules(config: NormalizeConfig) -> tuple[EnrichRules, bool]:
 
 
 def enrich_chunks(
-    chunks: list[DocumentChunk], rules: EnrichRules, detect_language: bool | None = None
+    chunks: list[DocumentChunk],
+    rules: EnrichRules,
+    detect_language: bool | None = None,
+    cache: WorkCache | None = None,
 ) -> tuple[list[DocumentChunk], dict[str, Any]]:
-    """Apply ``rules`` to every chunk; returns new chunks and the enrichment report."""
+    """Apply ``rules`` to every chunk; returns new chunks and the enrichment report. ``cache``
+    (the runs folder's work cache) keeps detected languages across runs."""
     detect = rules.detect_language if detect_language is None else detect_language
     tags = compile_tags(rules)
     sections = compile_sections(rules)
@@ -172,7 +177,7 @@ def enrich_chunks(
     if detect and chunks:
         from indexfoundry.phases.normalize.language import detect_grouped_languages
 
-        languages = detect_grouped_languages([c.content.text for c in chunks], [c.doc_id for c in chunks])
+        languages = detect_grouped_languages([c.content.text for c in chunks], [c.doc_id for c in chunks], cache)
     counts: dict[str, Counter[str]] = {k: Counter() for k in ("languages", "tags", "sections", "dates")}
     out: list[DocumentChunk] = []
     enriched = 0

@@ -17,7 +17,9 @@ import re
 from functools import cache
 from typing import Any
 
+from indexfoundry.storage.hashing import sha256_text
 from indexfoundry.storage.memo import Memo
+from indexfoundry.storage.workcache import WorkCache
 
 # Code and links say nothing about the language of the prose around them.
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
@@ -32,6 +34,15 @@ MIN_SAMPLE_CHARS = 120
 # detector is deterministic): a refresh after one edit detects only the changed chunks' languages.
 _memo: Memo[str | None] = Memo(20_000)
 _samples: Memo[str | None] = Memo(20_000)
+
+
+@cache
+def cache_kind() -> str:
+    """What a detected language depends on besides the sample: the detector's version and mode
+    (the key of the runs folder's work cache, storage/workcache.py)."""
+    from importlib.metadata import version
+
+    return f"language/lingua-{version('lingua-language-detector')}/all-languages-low-accuracy"
 
 
 @cache
@@ -63,9 +74,11 @@ def detect_language(text: str) -> str | None:
     return _code(_detector().detect_language_of(sample))
 
 
-def detect_grouped_languages(texts: list[str], groups: list[str]) -> list[str | None]:
+def detect_grouped_languages(texts: list[str], groups: list[str], cache: WorkCache | None = None) -> list[str | None]:
     """Languages of ``texts``; a text with too little prose of its own takes the language of
-    all texts of its group (its document) joined, when those have enough."""
+    all texts of its group (its document) joined, when those have enough. With ``cache`` (the
+    runs folder's work cache) a sample detected by any earlier run is not detected again: a
+    rerun after one edit detects the changed chunks only."""
     known = _samples.get_many(texts)
     fresh = {t: _sample(t) for t in texts if t not in known}
     _samples.put_many(fresh)
@@ -80,12 +93,20 @@ def detect_grouped_languages(texts: list[str], groups: list[str]) -> list[str | 
     wanted = {s for s in own if s is not None} | set(group_samples.values())
     found = _memo.get_many(sorted(wanted))
     todo = sorted(wanted - found.keys())
+    if todo and cache is not None:
+        stored = cache.get_many(cache_kind(), [sha256_text(s) for s in todo])
+        hits = {s: stored[sha256_text(s)] for s in todo if sha256_text(s) in stored}
+        found.update(hits)
+        _memo.put_many(hits)
+        todo = [s for s in todo if s not in hits]
     if todo:
         fresh = {
             s: _code(lang) for s, lang in zip(todo, _detector().detect_languages_in_parallel_of(todo), strict=True)
         }
         found.update(fresh)
         _memo.put_many(fresh)
+        if cache is not None:
+            cache.put_many(cache_kind(), {sha256_text(s): code for s, code in fresh.items()})
     out: list[str | None] = []
     for sample, group in zip(own, groups, strict=True):
         key = sample if sample is not None else group_samples.get(group)
