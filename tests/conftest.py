@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from indexfoundry.storage.memo import disable_memos
 from tests.fakes import RecordingEmbedder
 from tests.integration.store_servers import pg_dsn, pg_server, weaviate_emulator  # noqa: F401 - shared server fixtures
 
@@ -35,6 +36,14 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[N
     monkeypatch.delenv("INDEXFOUNDRY_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _memos_off_after_each_test() -> Iterator[None]:
+    """Docs mode turns the per-process memos on (``storage/memo.py``) and never off: switch them
+    off after each test, so no later test in the same process (or xdist worker) sees them."""
+    yield
+    disable_memos()
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ def memos_on() -> Iterator[None]:
 
 
 def test_a_memo_remembers_nothing_while_memos_are_off():
+    disable_memos()  # docs mode turns them on for its process; tests/conftest.py turns them off after each test
     assert not memos_enabled()
     memo: Memo[int] = Memo(size=4)
     memo.put_many({"a": 1})
