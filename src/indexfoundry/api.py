@@ -1,66 +1,139 @@
-"""The library's entry points. The CLI, the HTTP API and the MCP server all call these."""
+"""The library's entry points. The CLI, the HTTP API and the MCP server all call these.
+
+``import indexfoundry.api`` is light: the names it re-exports (``Run``, ``open_run``,
+``pipeline_run`` …) are imported on first use (``__getattr__`` below), and every function here
+imports what it calls when it is called, so a CLI command pays only for what it uses.
+"""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from indexfoundry.app.eval import METRICS
-from indexfoundry.app.eval import EvalResult as EvalResult
-from indexfoundry.app.export import LlmsTxtOutput
-from indexfoundry.app.handles import Page as Page
-from indexfoundry.app.handles import PageSection as PageSection
-from indexfoundry.app.handles import Run as Run
-from indexfoundry.app.handles import RunPool as RunPool
-from indexfoundry.app.handles import open_run as open_run
-from indexfoundry.app.runs import cleanup as cleanup
-from indexfoundry.app.runs import diff as diff
-from indexfoundry.app.runs import load_config as load_config
-from indexfoundry.app.runs import pipeline_run as pipeline_run
-from indexfoundry.app.runs import resolve_run_id as resolve_run_id
-from indexfoundry.app.runs import run_phase as run_phase
-from indexfoundry.app.runs import runs as runs
-from indexfoundry.app.runs import runs_dir_for as runs_dir_for
-from indexfoundry.app.runs import serve_openapi as serve_openapi
-from indexfoundry.app.runs import serve_start as serve_start
-from indexfoundry.app.runs import status as status
-from indexfoundry.app.runs import validate_config as validate_config
-from indexfoundry.app.runs import with_execution as with_execution
-from indexfoundry.app.tools.registry import ToolSpec as ToolSpec
-from indexfoundry.models.config import (
-    pipeline_config_schema,
-)
-from indexfoundry.models.freshness import FreshnessReport as FreshnessReport
-from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
-from indexfoundry.retrieval.budget import CharCounter as CharCounter
-from indexfoundry.retrieval.budget import TokenCounter as TokenCounter
-from indexfoundry.retrieval.budget import cursor_index as cursor_index
-from indexfoundry.retrieval.budget import decode_cursor as decode_cursor
-from indexfoundry.retrieval.budget import encode_cursor as encode_cursor
-from indexfoundry.retrieval.budget import page_items as page_items
-from indexfoundry.retrieval.budget import request_key as request_key
-from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.layout import is_run_id as is_run_id
-
 if TYPE_CHECKING:
-    # Types a surface names in annotations; it gets the objects from the functions below
-    # (``docs_index``, ``library_registry``, ``library_reader``, ``parse_library_flag``), which
-    # import their modules only when called, so ``import indexfoundry.api`` stays light.
     from pydantic import BaseModel
 
+    # Types a surface names in annotations only; it gets the objects from the functions below
+    # (``docs_index``, ``library_registry``, ``library_reader``, ``parse_library_flag``).
     from indexfoundry.app.docs_index import DocsIndex as DocsIndex
+    from indexfoundry.app.eval import EvalResult as EvalResult
+    from indexfoundry.app.export import LlmsTxtOutput
+    from indexfoundry.app.handles import Page as Page
+    from indexfoundry.app.handles import PageSection as PageSection
+    from indexfoundry.app.handles import Run as Run
+    from indexfoundry.app.handles import RunPool as RunPool
+    from indexfoundry.app.handles import open_run as open_run
     from indexfoundry.app.libraries import Library as Library
     from indexfoundry.app.libraries import LibraryEntry as LibraryEntry
     from indexfoundry.app.libraries import LibraryReader as LibraryReader
     from indexfoundry.app.libraries import LibraryRegistry as LibraryRegistry
+    from indexfoundry.app.runs import cleanup as cleanup
+    from indexfoundry.app.runs import diff as diff
+    from indexfoundry.app.runs import load_config as load_config
+    from indexfoundry.app.runs import pipeline_run as pipeline_run
+    from indexfoundry.app.runs import resolve_run_id as resolve_run_id
+    from indexfoundry.app.runs import run_phase as run_phase
+    from indexfoundry.app.runs import runs as runs
+    from indexfoundry.app.runs import runs_dir_for as runs_dir_for
+    from indexfoundry.app.runs import serve_openapi as serve_openapi
+    from indexfoundry.app.runs import serve_start as serve_start
+    from indexfoundry.app.runs import status as status
+    from indexfoundry.app.runs import validate_config as validate_config
+    from indexfoundry.app.runs import with_execution as with_execution
     from indexfoundry.app.tools.index import VerifyOutput
+    from indexfoundry.app.tools.registry import ToolSpec as ToolSpec
     from indexfoundry.models.config import RateLimitConfig
+    from indexfoundry.models.freshness import FreshnessReport as FreshnessReport
+    from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
     from indexfoundry.models.serve import ServerStatus, ServeStopOutput
     from indexfoundry.pipeline.diff import RunDiffOutput
+    from indexfoundry.retrieval.budget import CharCounter as CharCounter
+    from indexfoundry.retrieval.budget import TokenCounter as TokenCounter
+    from indexfoundry.retrieval.budget import cursor_index as cursor_index
+    from indexfoundry.retrieval.budget import decode_cursor as decode_cursor
+    from indexfoundry.retrieval.budget import encode_cursor as encode_cursor
+    from indexfoundry.retrieval.budget import page_items as page_items
+    from indexfoundry.retrieval.budget import request_key as request_key
     from indexfoundry.retrieval.service import SearchService
+    from indexfoundry.storage.layout import RunLayout
+    from indexfoundry.storage.layout import is_run_id as is_run_id
 
-# The metrics ``evaluate`` reports, in the order the CLI prints them.
-EVAL_METRICS: tuple[str, ...] = METRICS
+    # The metrics ``evaluate`` reports, in the order the CLI prints them.
+    EVAL_METRICS: tuple[str, ...]
+
+# What api re-exports, imported on first use: name -> (module, attribute).
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "EVAL_METRICS": ("indexfoundry.app.eval", "METRICS"),
+    **{name: ("indexfoundry.app.eval", name) for name in ("EvalResult",)},
+    **{name: ("indexfoundry.app.handles", name) for name in ("Page", "PageSection", "Run", "RunPool", "open_run")},
+    **{
+        name: ("indexfoundry.app.runs", name)
+        for name in (
+            "cleanup",
+            "diff",
+            "load_config",
+            "pipeline_run",
+            "resolve_run_id",
+            "run_phase",
+            "runs",
+            "runs_dir_for",
+            "serve_openapi",
+            "serve_start",
+            "status",
+            "validate_config",
+            "with_execution",
+        )
+    },
+    "ToolSpec": ("indexfoundry.app.tools.registry", "ToolSpec"),
+    "FreshnessReport": ("indexfoundry.models.freshness", "FreshnessReport"),
+    **{
+        name: ("indexfoundry.retrieval.budget", name)
+        for name in (
+            "CharCounter",
+            "TokenCounter",
+            "cursor_index",
+            "decode_cursor",
+            "encode_cursor",
+            "page_items",
+            "request_key",
+        )
+    },
+    "is_run_id": ("indexfoundry.storage.layout", "is_run_id"),
+}
+
+if not TYPE_CHECKING:  # (hidden from mypy, which checks the names through the imports above)
+
+    def __getattr__(name: str) -> Any:
+        found = _EXPORTS.get(name)
+        if found is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(found[0]), found[1])
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+def _root(runs_dir: str | Path | None) -> Path:
+    from indexfoundry.app.runs import runs_dir_for
+
+    return runs_dir_for(runs_dir)
+
+
+def _resolved(root: Path, run_id: str) -> str:
+    from indexfoundry.app.runs import resolve_run_id
+
+    return resolve_run_id(root, run_id)
+
+
+def _layout(run_id: str, runs_dir: str | Path | None) -> RunLayout:
+    from indexfoundry.storage.layout import RunLayout
+
+    root = _root(runs_dir)
+    return RunLayout.existing(root, _resolved(root, run_id))
 
 
 def search(
@@ -75,6 +148,8 @@ def search(
     embedder: Any = None,
 ) -> SearchResponse:
     """Search one run (opens and closes a ``Run``; hold one from ``open_run`` for many queries)."""
+    from indexfoundry.app.handles import open_run
+
     with open_run(run_id, runs_dir, embedder=embedder) as run:
         return run.search(query, top_k=top_k, mode=mode, filters=filters, offset=offset)
 
@@ -83,9 +158,7 @@ def search_service(run_id: str, *, runs_dir: str | Path | None = None, embedder:
     """The run's ``SearchService`` itself (evaluation and tests; surfaces hold a ``Run``)."""
     from indexfoundry.retrieval.service import open_service
 
-    root = runs_dir_for(runs_dir)
-    layout = RunLayout.existing(root, resolve_run_id(root, run_id))
-    return open_service(layout, embedder)
+    return open_service(_layout(run_id, runs_dir), embedder)
 
 
 def evaluate(
@@ -117,7 +190,7 @@ def evaluate(
         queries=Path(queries) if queries is not None else None,
         qrels=Path(qrels) if qrels is not None else None,
         mode=mode,
-        runs_dir=runs_dir_for(runs_dir),
+        runs_dir=_root(runs_dir),
         embedding_model=embedding_model,
         progress=progress,
         embedder=embedder,
@@ -138,9 +211,8 @@ def check_freshness(
     """Which sources of a run changed since it read them: files by hash, URLs by conditional GET."""
     from indexfoundry.app.freshness import check_freshness as check
 
-    root = runs_dir_for(runs_dir)
     return check(
-        RunLayout.existing(root, resolve_run_id(root, run_id)),
+        _layout(run_id, runs_dir),
         uris=uris,
         sample=sample,
         max_seconds=max_seconds,
@@ -150,6 +222,8 @@ def check_freshness(
 
 def config_schema() -> dict[str, Any]:
     """JSON Schema of the pipeline config file."""
+    from indexfoundry.models.config import pipeline_config_schema
+
     return pipeline_config_schema()
 
 
@@ -159,9 +233,7 @@ def export_llms_txt(
     """Write llms.txt, llms-full.txt and their pages for a run (default folder: its served/)."""
     from indexfoundry.app.export import export_llms_txt as export
 
-    root = runs_dir_for(runs_dir)
-    layout = RunLayout.existing(root, resolve_run_id(root, run_id))
-    return export(layout, Path(out_dir) if out_dir is not None else None, title)
+    return export(_layout(run_id, runs_dir), Path(out_dir) if out_dir is not None else None, title)
 
 
 # ---------------------------------------------------------------- serve (HTTP API)
@@ -179,7 +251,7 @@ def serve_foreground(
     from indexfoundry.app import serving as control
 
     settings = control.http_settings(
-        runs_dir_for(runs_dir),
+        _root(runs_dir),
         run_id,
         host=host,
         port=port,
@@ -208,7 +280,7 @@ def serve_libraries(
     from indexfoundry.app import serving as control
 
     control.serve_libraries(
-        runs_dir_for(runs_dir),
+        _root(runs_dir),
         libraries,
         Path(libraries_file).expanduser().resolve() if libraries_file is not None else None,
         host=host,
@@ -225,14 +297,14 @@ def serve_status(*, runs_dir: str | Path | None = None) -> list[ServerStatus]:
     """HTTP servers running for this runs folder."""
     from indexfoundry.app.serving import server_status
 
-    return server_status(runs_dir_for(runs_dir))
+    return server_status(_root(runs_dir))
 
 
 def serve_stop(*, runs_dir: str | Path | None = None, port: int | None = None) -> ServeStopOutput:
     """Stop the server on ``port`` (default: all servers of this runs folder)."""
     from indexfoundry.app.serving import stop_servers
 
-    return stop_servers(runs_dir_for(runs_dir), port)
+    return stop_servers(_root(runs_dir), port)
 
 
 # ---------------------------------------------------------------- the design's tools
@@ -248,10 +320,10 @@ def call_tool(name: str, arguments: dict[str, Any], *, runs_dir: str | Path | No
     model); a ``run_id`` of 'latest' names the newest completed run of ``runs_dir``."""
     from indexfoundry.app.tools.registry import call_tool as call
 
-    root = runs_dir_for(runs_dir)
+    root = _root(runs_dir)
     run_id = arguments.get("run_id")
     if isinstance(run_id, str):
-        arguments = {**arguments, "run_id": resolve_run_id(root, run_id)}
+        arguments = {**arguments, "run_id": _resolved(root, run_id)}
     return call(name, arguments, runs_dir=root, **context)
 
 
@@ -259,8 +331,8 @@ def verify_index(run_id: str, *, runs_dir: str | Path | None = None) -> VerifyOu
     """Compare the run's vector store with its ``indexed/embeddings.jsonl``: missing and extra ids."""
     from indexfoundry.app.tools.index import verify_run
 
-    root = runs_dir_for(runs_dir)
-    return verify_run(resolve_run_id(root, run_id), root)
+    root = _root(runs_dir)
+    return verify_run(_resolved(root, run_id), root)
 
 
 # ---------------------------------------------------------------- run diff and evaluation reports
@@ -303,7 +375,7 @@ def docs_runs_dir(runs_dir: str | Path | None = None) -> Path:
 
     if runs_dir is None and not os.environ.get(ENV_RUNS_DIR):
         return default_docs_runs_dir()
-    return runs_dir_for(runs_dir)
+    return _root(runs_dir)
 
 
 def docs_index(
@@ -356,4 +428,6 @@ def library_reader(registry: LibraryRegistry, runs: Any) -> LibraryReader:
 def resolve_in_run(runs_dir: str | Path, run_id: str, relative: str) -> Path:
     """The file ``relative`` names inside run ``run_id`` of ``runs_dir`` (symlinks followed);
     NOT_FOUND when it resolves outside the run folder, RUN_NOT_FOUND when ``run_id`` is not a run id."""
+    from indexfoundry.storage.layout import RunLayout
+
     return RunLayout.for_run(Path(runs_dir), run_id).resolve_inside(relative)

@@ -15,7 +15,6 @@ import typer
 
 from indexfoundry import __version__
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, storage_full
-from indexfoundry.models.manifests import ToolError
 from indexfoundry.surfaces.cli import (
     config_cmd,
     connect_cmd,
@@ -71,6 +70,8 @@ mcp_cmd.register(app)
 def _fail(error: IndexFoundryError) -> NoReturn:
     """One line on stderr (and the ToolError shape on stdout with --json), then the exit code."""
     if "--json" in sys.argv[1:]:
+        from indexfoundry.models.manifests import ToolError
+
         typer.echo(json.dumps(ToolError.from_error(error).model_dump(mode="json", exclude_none=True)))
     typer.echo(error.one_line(), err=True)
     sys.exit(error.exit_code)

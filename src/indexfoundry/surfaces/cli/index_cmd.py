@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from indexfoundry import api
-from indexfoundry.models.config import PipelineConfig
-from indexfoundry.models.embedding import HashModel, LocalInt8Model, LocalModel, parse_embedding_model
 from indexfoundry.surfaces.cli.options import Force, Json, RunId, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 from indexfoundry.surfaces.cli.phase_group import phase_group
+
+if TYPE_CHECKING:
+    from indexfoundry.models.config import PipelineConfig
 
 app = phase_group("index", "Index phase: embed chunks and upsert them into the vector store.")
 
@@ -26,6 +27,8 @@ def _run(run_id: str, runs_dir: Path | None) -> tuple[Path, str, PipelineConfig]
 
 def _model_from_spec(spec: str, dimensions: int | None, api_key_env: str, base_url: str | None) -> dict[str, Any]:
     """``index.embedding_model`` → the tool's ``model`` object."""
+    from indexfoundry.models.embedding import HashModel, LocalInt8Model, LocalModel, parse_embedding_model
+
     parsed = parse_embedding_model(spec, "--model")
     if isinstance(parsed, LocalModel | LocalInt8Model):
         name = "all-MiniLM-L6-v2-int8" if isinstance(parsed, LocalInt8Model) else "all-MiniLM-L6-v2"

@@ -9,7 +9,6 @@ import typer
 
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid
-from indexfoundry.models.config import load_global_config
 from indexfoundry.surfaces.cli.options import RunsDir
 from indexfoundry.surfaces.mcp.security import DEFAULT_AGENT_ENV, LOOPBACK_HOSTS, AgentPolicy
 
@@ -128,6 +127,8 @@ def register(app: typer.Typer) -> None:
                 )
             if not http:
                 raise ConfigInvalid("--token-env only applies to --http", suggestion="Add --http, or drop --token-env")
+        from indexfoundry.models.config import load_global_config
+
         policy = AgentPolicy(
             allow_private_networks=allow_private_networks or load_global_config().security.allow_private_networks,
             allowed_private_hosts=tuple(allow_private_hosts),

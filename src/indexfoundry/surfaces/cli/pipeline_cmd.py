@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from indexfoundry import api
-from indexfoundry.models.manifests import ErrorRecord, PipelineRunOutput
 from indexfoundry.surfaces.cli.options import AllowShrink, Force, Json, RunsDir
 from indexfoundry.surfaces.cli.output import RichProgress, print_json
+
+if TYPE_CHECKING:
+    from indexfoundry.models.manifests import ErrorRecord, PipelineRunOutput
 
 
 class Executor(StrEnum):

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import ValidationError
 from typer.core import TyperCommand
 
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid, NotFound
-from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResponse
-from indexfoundry.models.validation import validation_error
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
+
+if TYPE_CHECKING:
+    from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResponse
 
 MODES: tuple[str, ...] = ("semantic", "keyword", "hybrid")
 
@@ -34,6 +34,8 @@ class _FilterTriples(TyperCommand):
 
 def parse_filter(field: str, op: str, raw: str) -> SearchFilter:
     """``FIELD OP VALUE`` → filter; VALUE is JSON when it parses as JSON (numbers, lists), else a string."""
+    from indexfoundry.models.retrieval import SearchFilter
+
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
@@ -107,6 +109,11 @@ def _request(
     cursor: str | None = None,
     expand: str = "none",
 ) -> SearchRequest:
+    from pydantic import ValidationError
+
+    from indexfoundry.models.retrieval import SearchRequest
+    from indexfoundry.models.validation import validation_error
+
     try:
         return SearchRequest.model_validate(
             {

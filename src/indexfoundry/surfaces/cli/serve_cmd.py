@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid
-from indexfoundry.models.config import RateLimitConfig
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 from indexfoundry.surfaces.cli.phase_group import phase_group
+
+if TYPE_CHECKING:
+    from indexfoundry.models.config import RateLimitConfig
 
 app = phase_group("serve", "Serve phase: retrieval profile, OpenAPI spec, HTTP server.")
 
 
 def _rate_limit(rpm: int | None, burst: int | None, off: bool) -> RateLimitConfig | None:
+    from indexfoundry.models.config import RateLimitConfig
+
     if off:
         return RateLimitConfig(enabled=False)
     if rpm is None and burst is None:
