@@ -258,13 +258,19 @@ class SearchService:
         fetch = k * 4 if needs_post_filter(filters, self.store_fields, contains) else k
         fetch = min(vectors, fetch * 2 if windows else fetch)
         vector = embed_queries(self.embedder, [query])[0]
+        # Without a filter for the store, a store that can rank without reading metadata does
+        # (Chroma: most of a 50-hit query's time is its metadata).
+        scores_only = getattr(self.store, "query_scores", None) if where is None else None
         while True:
-            hits = self.store.query(vector, fetch, where)
+            if scores_only is not None:
+                hits: list[tuple[str, float]] = scores_only(vector, fetch)
+            else:
+                hits = [(h.id, h.score) for h in self.store.query(vector, fetch, where)]
             best: dict[str, float] = {}
-            for h in hits:
-                cid = chunk_of(h.id) if windows else h.id
-                if cid not in best or h.score > best[cid]:
-                    best[cid] = h.score
+            for hit_id, score in hits:
+                cid = chunk_of(hit_id) if windows else hit_id
+                if cid not in best or score > best[cid]:
+                    best[cid] = score
             kept = [(cid, score) for cid, score in best.items() if self._keep(cid, filters)]
             if len(kept) >= k or len(hits) < fetch or fetch >= vectors:
                 break
