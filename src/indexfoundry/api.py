@@ -100,6 +100,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         )
     },
     "is_run_id": ("indexfoundry.storage.layout", "is_run_id"),
+    "DocsIndex": ("indexfoundry.app.docs_index", "DocsIndex"),
+    **{
+        name: ("indexfoundry.app.libraries", name)
+        for name in ("Library", "LibraryEntry", "LibraryReader", "LibraryRegistry")
+    },
 }
 
 if not TYPE_CHECKING:  # (hidden from mypy, which checks the names through the imports above)
