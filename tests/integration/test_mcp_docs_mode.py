@@ -95,6 +95,7 @@ def test_the_watcher_refreshes_the_index_when_a_file_changes(tree, runs_dir: Pat
     changed = threading.Event()
     index = DocsIndex(docs, runs_dir, embedding_model="hash", on_change=lambda run_id: changed.set())
     first = index.ensure_fresh()
+    started = index.executor.pool.started
     index.start_watching()
     try:
         (docs / "guide" / "theme.md").write_text(NEW_THEME, encoding="utf-8")
@@ -102,6 +103,9 @@ def test_the_watcher_refreshes_the_index_when_a_file_changes(tree, runs_dir: Pat
     finally:
         index.stop()
     assert index.refreshes == 2  # the first build, then one refresh after the change
+    # The refresh extracted and chunked the changed file in a worker the first build started.
+    assert started > 0 and index.executor.pool.started == started
+    assert index.executor.pool.idle_pids() == []  # stop() closed the executor
     assert index.run_id is not None and index.run_id != first  # a new run derived from the first
     chunks = [row["content"]["text"] for row in iter_jsonl(RunLayout(runs_dir / index.run_id).chunks)]
     assert any("theme.palette" in text for text in chunks)

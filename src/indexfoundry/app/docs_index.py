@@ -11,6 +11,8 @@
   unchanged files are not extracted again and unchanged chunks are never embedded again (the
   runs folder's embedding cache); deleted files drop out with their chunks. Without ``base``
   support in the api the previous run is rerun in place, which has the same effect.
+- One local executor for the index's lifetime: its limited worker processes (extraction and
+  chunking of the changed files) are started once and reused by every refresh.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from indexfoundry.app import runs as api
 from indexfoundry.errors import IndexFoundryError, RunLocked
 from indexfoundry.models.config import FolderSource, PipelineConfig
+from indexfoundry.pipeline.executors import LocalExecutor
 from indexfoundry.pipeline.runs import list_runs
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_json
@@ -122,6 +125,9 @@ class DocsIndex:
         # Set while a build runs (monotonic start time): queries meanwhile answer from the
         # previous run and say how stale it is, instead of waiting for the build.
         self._building_since: float | None = None
+        # One executor for the server's lifetime: its pool of limited worker processes (extract
+        # and normalize jobs) stays warm between refreshes; closed by stop().
+        self.executor = LocalExecutor()
 
     @property
     def page_prefix(self) -> str:
@@ -167,7 +173,12 @@ class DocsIndex:
 
     # ------------------------------------------------------------- building
     def _build(self, base: str | None) -> str:
-        kwargs: dict[str, Any] = {"runs_dir": self.runs_dir, "progress": self.progress, "embedder": self.embedder}
+        kwargs: dict[str, Any] = {
+            "runs_dir": self.runs_dir,
+            "progress": self.progress,
+            "embedder": self.embedder,
+            "opened_executor": self.executor,
+        }
         if base is not None and supports_base():
             # The folder is the truth in docs mode: deleting pages is not a shrink to refuse.
             out = api.pipeline_run(self.config, base=base, allow_shrink=True, **kwargs)
@@ -275,10 +286,12 @@ class DocsIndex:
             log.warning("watching %s stopped: %s (queries still check for changes)", self.folder, exc)
 
     def stop(self) -> None:
+        """Stop watching, close the executor (its worker processes) and release the served run."""
         self._stop.set()
         if self._watcher is not None:
             self._watcher.join(timeout=5)
             self._watcher = None
+        self.executor.close()  # a refresh under way stops its workers when it ends
         if self.run_id is not None:
             _release(self.runs_dir, self.run_id)
 

@@ -95,6 +95,7 @@ def pipeline_run(
     executor: Literal["local", "ray"] | None = None,
     ray_address: str | None = None,
     phase_runner: PhaseRunner | None = None,
+    opened_executor: Executor | None = None,
 ) -> PipelineRunOutput:
     """Run the whole pipeline: a new run, or with ``run_id`` a rerun of that run in place.
 
@@ -110,11 +111,17 @@ def pipeline_run(
     ``executor`` / ``ray_address`` override the config's ``execution`` (a Ray address alone
     means the Ray executor). The executor is connected before the run exists: a cluster that
     cannot be reached is refused (CONFIG_INVALID with its address) before any phase runs.
+    ``opened_executor`` is one the caller opened and keeps (the docs server: one local
+    executor, and so one warm worker pool, for its lifetime): used instead, never closed here.
     """
     glob = load_global_config()
     cfg = with_execution(validate_config(config, glob), executor, ray_address)
     root = runs_dir_for(runs_dir, glob)
     base_layout = _base_layout(root, base)
+    if opened_executor is not None:
+        return _pipeline_run(
+            cfg, glob, root, base_layout, run_id, force, progress, embedder, allow_shrink, opened_executor, phase_runner
+        )
     with _opened_executor(cfg) as work:
         return _pipeline_run(
             cfg, glob, root, base_layout, run_id, force, progress, embedder, allow_shrink, work, phase_runner

@@ -6,9 +6,17 @@ The executor only computes: results come back to the driver in item order, and t
 writes every artifact itself, in canonical order. So whatever the executor, the artifacts
 are byte-identical.
 
-- ``LocalExecutor`` runs the function here, item after item. Extract keeps its own pool of
-  limited worker processes for local runs (``phases/extract/workers.py``).
-- ``RayExecutor`` (``pipeline/ray_executor.py``, extra ``ray``) runs it on a Ray cluster.
+Work on hostile input (extract's and normalize's per-document jobs) goes through
+``map_limited``: every item under a time and a memory limit in a worker process, a
+``phases.isolation.Stopped`` for an item that broke one (the phase turns it into its error code).
+
+- ``LocalExecutor`` runs ``map`` here, item after item, and ``map_limited`` in the pool of
+  limited worker processes it owns (``phases.isolation.IsolationPool``). The pool lives as long
+  as the executor: a run opens one executor for all its phases, and the docs server keeps one
+  for its lifetime, so a refresh after an edit finds its workers already started. ``close()``
+  stops them.
+- ``RayExecutor`` (``pipeline/ray_executor.py``, extra ``ray``) runs it on a Ray cluster; its
+  ``map_limited`` runs each item in one limited process on its worker.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from indexfoundry.errors import ConfigInvalid, missing_extra
 from indexfoundry.models.config import ExecutionConfig
+from indexfoundry.phases.isolation import InOneLimitedProcess, IsolationPool, Limits, Stopped
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -49,6 +58,20 @@ class Executor(ABC):
         """``[fn(item) for item in items]``; ``on_result(index, result)`` as each one finishes
         (in any order: progress, and writes that are content-addressed)."""
 
+    def map_limited(
+        self,
+        fn: Callable[[T], R],
+        items: Sequence[T],
+        limits: Limits,
+        *,
+        on_result: Callable[[int, R | Stopped], None] | None = None,
+    ) -> list[R | Stopped]:
+        """``map`` of documents, each under ``limits`` in a worker process (``limits.workers``
+        0: here, without limits); an item that ran past the time limit or whose worker died is
+        a ``Stopped``. ``fn`` is a module-level function that turns every failure it can catch
+        into a result. Here (a remote executor): each item in one limited process on its worker."""
+        return self.map(InOneLimitedProcess(fn, limits), items, kind="document", on_result=on_result)
+
     def report(self) -> dict[str, Any]:
         """Figures since the last call (per-worker counts, retries, devices), for the phase
         manifest's ``details.executor``; empty for the local executor."""
@@ -69,9 +92,33 @@ class Executor(ABC):
 
 
 class LocalExecutor(Executor):
-    """Runs every item in this process, in order."""
+    """Runs every item in this process, in order; limited items in its own worker pool."""
 
     name = "local"
+
+    def __init__(self) -> None:
+        self._pool: IsolationPool | None = None
+
+    @property
+    def pool(self) -> IsolationPool:
+        """The limited worker processes of ``map_limited`` (started on first use)."""
+        if self._pool is None:
+            self._pool = IsolationPool()
+        return self._pool
+
+    def map_limited(
+        self,
+        fn: Callable[[T], R],
+        items: Sequence[T],
+        limits: Limits,
+        *,
+        on_result: Callable[[int, R | Stopped], None] | None = None,
+    ) -> list[R | Stopped]:
+        return self.pool.run(items, fn, limits, on_done=on_result)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
 
     def map(
         self,

@@ -142,6 +142,7 @@ class ExtractPhase(Phase):
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         from indexfoundry.phases.extract.workers import ExtractJob, ExtractResult, default_workers, run_jobs
+        from indexfoundry.phases.isolation import Limits
 
         layout = ctx.layout
         cfg = ctx.config.extract
@@ -178,11 +179,11 @@ class ExtractPhase(Phase):
                 result.items = []
                 task.advance()
 
-            remote = ctx.remote_executor
-            if remote is None:
+            limits = Limits(workers, cfg.timeout_s, cfg.memory_mb)
+            if ctx.executor is None:  # a phase run without a runner's executor: workers for this call
                 results = run_jobs(jobs, workers, cfg.timeout_s, cfg.memory_mb, on_done=store)
             else:
-                results = _run_remote(remote, jobs, ctx.config.execution.raw_transfer, store)
+                results = _run_on(ctx.executor, jobs, limits, ctx.config.execution.raw_transfer, store)
         for job in jobs:  # raw-manifest order, whatever order the workers finished in
             raw, result = job.raw, results[job.key]
             if result.unsupported is not None:
@@ -275,19 +276,28 @@ class ExtractPhase(Phase):
         )
 
 
-def _run_remote(executor: Any, jobs: list[Any], transfer: str, store: Any) -> dict[int, Any]:
-    """Jobs as tasks of a remote executor, each in a limited process on its worker; the raw
-    bytes go with each job (object store) unless every node sees the runs folder (shared_path)."""
-    from indexfoundry.phases.extract.workers import run_limited_job
+def _run_on(executor: Any, jobs: list[Any], limits: Any, transfer: str, store: Any) -> dict[int, Any]:
+    """Jobs handed to the run's executor, each under the extraction limits (``map_limited``:
+    locally its warm worker pool, on a remote executor one limited process per job on its
+    worker). A remote job carries the raw bytes (object store) unless every node sees the runs
+    folder (``shared_path``); a job stopped at a limit becomes its PARSE_ERROR here."""
+    from indexfoundry.phases.extract.workers import outcome_of, run_job
+
+    remote = getattr(executor, "remote", False)
 
     def item(index: int) -> Any:
         job = jobs[index]
-        return job if transfer == "shared_path" else replace(job, data=Path(job.path).read_bytes())
+        return job if not remote or transfer == "shared_path" else replace(job, data=Path(job.path).read_bytes())
 
-    results = executor.map(
-        run_limited_job, LazyItems(len(jobs), item), on_result=lambda index, result: store(jobs[index], result)
-    )
-    return {job.key: result for job, result in zip(jobs, results, strict=True)}
+    results: dict[int, Any] = {}
+
+    def done(index: int, outcome: Any) -> None:
+        job = jobs[index]
+        results[job.key] = result = outcome_of(job, outcome)
+        store(job, result)
+
+    executor.map_limited(run_job, LazyItems(len(jobs), item), limits, on_result=done)
+    return results
 
 
 def _pdf_stats(layout: RunLayout, documents: list[ExtractedDocument], mode: str) -> dict[str, Any]:

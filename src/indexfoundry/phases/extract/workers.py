@@ -1,6 +1,7 @@
 """Parallel extraction in worker processes, each document under a time and a memory limit.
 
-Every document is one job, run by the shared worker pool (``phases/isolation.py``) with
+Every document is one job (``run_job``), handed by the phase to the run's executor
+(``map_limited``: the local executor's warm pool of limited workers, ``phases/isolation.py``) with
 ``extract.workers`` processes (default: the number of cores; ``0`` runs in the calling
 process without limits), ``extract.timeout_s`` and ``extract.memory_mb``. A job stopped at
 a limit becomes a PARSE_ERROR saying why, and the other documents go on. Results are keyed
@@ -20,7 +21,7 @@ from indexfoundry.errors import IndexFoundryError, ParseError
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.extract import ExtractedText, ExtractOptions, Unsupported, extract_bytes
-from indexfoundry.phases.isolation import Limits, Stopped, preload, run_isolated
+from indexfoundry.phases.isolation import IsolationPool, Limits, Stopped, preload, run_isolated
 from indexfoundry.phases.isolation import default_workers as default_workers
 
 # Modules imported once in the fork server, so each worker starts with them loaded.
@@ -133,28 +134,27 @@ def _killed(job: ExtractJob, stopped: Stopped) -> ExtractResult:
     )
 
 
+def outcome_of(job: ExtractJob, outcome: ExtractResult | Stopped) -> ExtractResult:
+    """A job's result; a job stopped at a limit is a PARSE_ERROR saying which."""
+    return outcome if isinstance(outcome, ExtractResult) else _killed(job, outcome)
+
+
 def run_jobs(
     jobs: Iterable[ExtractJob],
     workers: int,
     timeout_s: float,
     memory_mb: int,
     on_done: Callable[[ExtractJob, ExtractResult], None] | None = None,
+    pool: IsolationPool | None = None,
 ) -> dict[int, ExtractResult]:
-    """Run ``jobs`` in ``workers`` processes (0: here, in order); results keyed by ``job.key``."""
+    """Run ``jobs`` in ``workers`` processes (0: here, in order); results keyed by ``job.key``.
+    Without a ``pool`` (an executor's: ``LocalExecutor.pool``) the workers last for this call."""
     results: dict[int, ExtractResult] = {}
 
     def done(job: ExtractJob, outcome: ExtractResult | Stopped) -> None:
-        result = outcome if isinstance(outcome, ExtractResult) else _killed(job, outcome)
-        results[job.key] = result
+        results[job.key] = result = outcome_of(job, outcome)
         if on_done is not None:
             on_done(job, result)
 
-    run_isolated(jobs, run_job, Limits(workers, timeout_s, memory_mb), on_done=done)
+    run_isolated(jobs, run_job, Limits(workers, timeout_s, memory_mb), on_done=done, pool=pool)
     return results
-
-
-def run_limited_job(job: ExtractJob) -> ExtractResult:
-    """One job in one limited worker process, as in the local pool (what a Ray task runs):
-    the same time and memory limits, the same PARSE_ERROR when a file breaks them."""
-    cfg = job.config.extract
-    return run_jobs([job], 0 if cfg.workers == 0 else 1, cfg.timeout_s, cfg.memory_mb)[job.key]

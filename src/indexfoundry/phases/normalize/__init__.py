@@ -24,7 +24,6 @@ from indexfoundry.phases.base import (
 from indexfoundry.phases.normalize.build import (
     build_chunks,
     chunk_documents,
-    chunk_documents_remote,
     chunk_limits,
     chunk_stats,
     chunker_config,
@@ -93,16 +92,16 @@ class NormalizePhase(Phase):
             ctx.record_error(error, "normalize", uri=doc.uri)
 
         with ctx.progress.task("normalize", total=len(documents)) as task:
-            remote = ctx.remote_executor
-            limits = chunk_limits(ctx.config.extract)
-            if remote is None:
-                result = chunk_documents(
-                    layout, documents, config, on_error=on_error, advance=task.advance, limits=limits, window=split
-                )
-            else:
-                result = chunk_documents_remote(
-                    remote, layout, documents, config, on_error, task.advance, limits, split
-                )
+            result = chunk_documents(
+                layout,
+                documents,
+                config,
+                on_error=on_error,
+                advance=task.advance,
+                limits=chunk_limits(ctx.config.extract),
+                window=split,
+                executor=ctx.executor,
+            )
         stats = chunk_stats(result.documents, result.chunks, config, result.hard_cuts)
         options = dedupe_options(config)
         if options is not None:

@@ -1,9 +1,10 @@
 """From extracted documents to ``DocumentChunk`` records: shared by the phase and the tools.
 
-Each document is chunked as one job of the shared worker pool (``phases/isolation.py``),
-under the same time and memory limits as its extraction (``extract.timeout_s``,
-``extract.memory_mb``, ``extract.workers``): a document that a chunker cannot finish within
-them fails alone with CHUNK_ERROR and the run goes on.
+Each document is chunked as one job of the run's executor (``map_limited``: locally its
+warm pool of limited workers, ``phases/isolation.py``), under the same time and memory limits
+as its extraction (``extract.timeout_s``, ``extract.memory_mb``, ``extract.workers``): a
+document that a chunker cannot finish within them fails alone with CHUNK_ERROR and the run
+goes on.
 """
 
 from __future__ import annotations
@@ -237,17 +238,6 @@ def chunk_file(job: ChunkFileJob) -> ChunkedDocument:
     return _guarded(job.doc, job.memory_mb, work)
 
 
-def run_limited_chunk(job: ChunkJob) -> ChunkedDocument:
-    """One document in one limited worker process (what a remote task runs): the same time and
-    memory limits as a local run, the same CHUNK_ERROR when a document breaks them."""
-    limits = job.limits
-    if limits is None or limits.workers == 0:
-        return chunk_one(job)
-    single = Limits(1, limits.timeout_s, limits.memory_mb)
-    outcome = run_isolated([job], chunk_one, single)[0]
-    return _stopped(job.doc, outcome, single) if isinstance(outcome, Stopped) else outcome
-
-
 def _stopped(doc: ExtractedDocument, stopped: Stopped, limits: Limits) -> ChunkedDocument:
     hint = "extract.timeout_s" if stopped.limit == "time" else "extract.memory_mb"
     return ChunkedDocument(
@@ -302,12 +292,15 @@ def chunk_documents(
     advance: Callable[[], None] | None = None,
     limits: Limits | None = None,
     window: TokenWindow | None = None,
+    executor: Any = None,
 ) -> ChunkResult:
     """Chunk ``documents``, each as one job under ``limits`` (default: in this process, no
     limits); chunks come out in document order. A document that fails is reported to
     ``on_error`` (in document order) and skipped; without ``on_error`` the error is raised.
     With a ``window``, chunks longer than the embedding model reads are split further
-    (``window.fit_spans``)."""
+    (``window.fit_spans``). The jobs go to ``executor.map_limited`` (the run's executor: locally
+    its warm worker pool; a remote one gets each document's text with its job), or without
+    one to workers started for this call."""
     limits = limits or Limits(0, ExtractConfig().timeout_s, ExtractConfig().memory_mb)
     jobs = [ChunkFileJob(str(layout.root), doc, config, limits.memory_mb, window) for doc in documents]
     keys = [_memo_key(layout, job) if memos_enabled() else "" for job in jobs]
@@ -315,13 +308,27 @@ def chunk_documents(
     known = {i: known_by_key[k] for i, k in enumerate(keys) if k in known_by_key}
     todo = [i for i in range(len(jobs)) if i not in known]
 
-    def done(job: ChunkFileJob, outcome: ChunkedDocument | Stopped) -> None:
+    def done(index: int, outcome: ChunkedDocument | Stopped) -> None:
         if advance is not None:
             advance()
 
     for i in known:
-        done(jobs[i], known[i])
-    fresh = run_isolated([jobs[i] for i in todo], chunk_file, limits, on_done=done) if todo else []
+        done(i, known[i])
+    fresh: list[ChunkedDocument | Stopped] = []
+    if not todo:
+        pass
+    elif executor is None:
+        fresh = run_isolated([jobs[i] for i in todo], chunk_file, limits, on_done=lambda job, outcome: done(0, outcome))
+    elif getattr(executor, "remote", False):
+
+        def remote_job(n: int) -> ChunkJob:
+            doc = documents[todo[n]]
+            text = (layout.root / doc.text_path).read_text(encoding="utf-8")
+            return ChunkJob(doc, text, load_pages(layout, doc), config, limits, window)
+
+        fresh = executor.map_limited(chunk_one, LazyItems(len(todo), remote_job), limits, on_result=done)
+    else:
+        fresh = executor.map_limited(chunk_file, [jobs[i] for i in todo], limits, on_result=done)
     outcomes: dict[int, ChunkedDocument | Stopped] = {**known, **dict(zip(todo, fresh, strict=True))}
     _chunked_memo.put_many(
         {
@@ -354,32 +361,6 @@ def _memo_key(layout: RunLayout, job: ChunkFileJob) -> str:
             "window": window,
         }
     )
-
-
-def chunk_documents_remote(
-    executor: Any,
-    layout: RunLayout,
-    documents: list[ExtractedDocument],
-    config: NormalizeConfig,
-    on_error: Callable[[ExtractedDocument, IndexFoundryError], None],
-    advance: Callable[[], None],
-    limits: Limits | None = None,
-    window: TokenWindow | None = None,
-) -> ChunkResult:
-    """``chunk_documents`` on a remote executor: one task per document, the text sent with it,
-    each in one limited process on its worker; results (and errors) taken in document order,
-    so the chunks are the same as here."""
-
-    def job(index: int) -> ChunkJob:
-        doc = documents[index]
-        text = (layout.root / doc.text_path).read_text(encoding="utf-8")
-        return ChunkJob(doc, text, load_pages(layout, doc), config, limits, window)
-
-    done = executor.map(run_limited_chunk, LazyItems(len(documents), job), on_result=lambda index, result: advance())
-    result = ChunkResult()
-    for doc, one in zip(documents, done, strict=True):
-        result.add(doc, one, on_error)
-    return result
 
 
 def chunk_stats(documents: int, chunks: list[DocumentChunk], config: NormalizeConfig, hard_cuts: int) -> dict[str, Any]:

@@ -1,0 +1,111 @@
+"""The persistent pool of limited worker processes (phases/isolation.py) and the local executor
+that owns it: workers are started once and reused, and every limit still holds in them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from indexfoundry.phases.isolation import IsolationPool, Limits, Stopped
+from indexfoundry.pipeline.executors import LocalExecutor
+
+LIMITS = Limits(workers=1, timeout_s=20, memory_mb=256)
+
+_held: list[bytearray] = []
+
+
+def pid_of_worker(job: int) -> tuple[int, int]:
+    return job, os.getpid()
+
+
+def sleep_then_pid(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def allocate_mb(megabytes: int) -> tuple[str, int]:
+    try:
+        _held.append(bytearray(megabytes * 1024 * 1024))  # held for the worker's life
+    except MemoryError:
+        return "memory error", os.getpid()
+    return "held", os.getpid()
+
+
+def test_a_pool_runs_later_calls_in_the_worker_it_already_started():
+    pool = IsolationPool()
+    try:
+        first = pool.run([1, 2], pid_of_worker, LIMITS)
+        second = pool.run([3], pid_of_worker, LIMITS)
+    finally:
+        pool.close()
+    assert [job for job, _ in [*first, *second]] == [1, 2, 3]  # job order kept
+    assert len({pid for _, pid in [*first, *second]}) == 1
+    assert pool.started == 1
+    assert pool.idle_pids() == []  # closed
+
+
+def test_a_job_past_the_time_limit_in_a_warm_pool_is_stopped_and_the_next_job_gets_a_new_worker():
+    pool = IsolationPool()
+    try:
+        (warm,) = pool.run([0.0], sleep_then_pid, LIMITS)
+        stopped, after = pool.run([30.0, 0.0], sleep_then_pid, Limits(1, 1.0, 256))
+    finally:
+        pool.close()
+    assert isinstance(stopped, Stopped) and stopped.limit == "time"
+    assert isinstance(after, int) and after != warm  # the killed worker was replaced
+    assert pool.started == 2
+
+
+def test_an_idle_worker_that_died_is_never_given_a_job():
+    pool = IsolationPool()
+    try:
+        (first,) = pool.run([0.0], sleep_then_pid, LIMITS)
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while pool.idle_pids() and _alive(first) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (second,) = pool.run([0.0], sleep_then_pid, LIMITS)
+    finally:
+        pool.close()
+    assert isinstance(second, int) and second != first  # a result, not a Stopped for the dead worker
+
+
+def test_the_memory_limit_holds_in_a_reused_worker_and_a_worker_that_grew_retires():
+    pool = IsolationPool()
+    try:
+        (over,) = pool.run([1024], allocate_mb, LIMITS)  # four times the limit
+        (small,) = pool.run([1], allocate_mb, LIMITS)
+        (grown,) = pool.run([100], allocate_mb, LIMITS)  # more than a quarter of the limit, held
+        (after,) = pool.run([1], allocate_mb, LIMITS)
+    finally:
+        pool.close()
+    assert not isinstance(over, Stopped) and over[0] == "memory error"
+    assert small == ("held", over[1])  # the same worker, its limit intact
+    assert grown == ("held", over[1])
+    assert not isinstance(after, Stopped) and after[0] == "held" and after[1] != grown[1]  # it retired
+    assert pool.started == 2
+
+
+def test_the_local_executor_keeps_its_pool_between_maps_and_close_stops_the_workers():
+    executor = LocalExecutor()
+    seen: list[int] = []
+    first = executor.map_limited(pid_of_worker, [1], LIMITS, on_result=lambda index, result: seen.append(index))
+    second = executor.map_limited(pid_of_worker, [2], LIMITS)
+    pids = executor.pool.idle_pids()
+    executor.close()
+    assert first[0] == (1, pids[0]) and second[0] == (2, pids[0])
+    assert seen == [0]
+    assert executor.pool.started == 1
+    deadline = time.monotonic() + 10
+    while _alive(pids[0]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(pids[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().split()[2] != "Z"
+    except OSError:
+        return False
