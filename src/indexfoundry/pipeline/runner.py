@@ -40,7 +40,7 @@ from indexfoundry.pipeline.inuse import in_use
 from indexfoundry.pipeline.locks import shared_store_lock
 from indexfoundry.pipeline.runs import becomes_latest
 from indexfoundry.pipeline.session import RunSession
-from indexfoundry.storage.atomic import remove_stale_temp_files
+from indexfoundry.storage.atomic import deferred_sync, remove_stale_temp_files
 from indexfoundry.storage.clock import monotonic_ms, utc_now
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import PHASES, RunLayout
@@ -329,7 +329,8 @@ def execute(
     forced = set(force_phases)
     started = monotonic_ms()
     results: dict[PhaseName, PhaseResult] = {}
-    with RunSession.open(layout) as session:
+    # Artifacts are made durable at the manifest commits, one sync each (storage/atomic.py).
+    with deferred_sync(), RunSession.open(layout) as session:
         remove_stale_temp_files(layout.root)  # writes a SIGKILLed process never finished
         manifest = session.manifest
         frozen = frozen_config(config)

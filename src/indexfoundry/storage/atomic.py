@@ -1,21 +1,67 @@
 """Atomic writes: temp file in the same folder, fsync, rename.
 
 A reader never sees a half-written artifact: either the old file or the complete new one.
+
+Durability is batched at a run's commit points. Inside ``deferred_sync()`` (the runner opens
+one for a pipeline run) writes skip their own fsync (the rename stays atomic) and are marked
+pending; ``atomic_commit_json`` (the manifest, ``pipeline/session.py``) first syncs the
+filesystem once if anything is pending, then writes and fsyncs the commit file itself. So a
+manifest on disk never names an artifact that is not on disk, for one sync per commit instead
+of an fsync (and a folder fsync) per artifact. A process killed between two commits leaves
+nothing the next run trusts: it verifies every artifact's hash before it skips a phase.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import ctypes
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
 from indexfoundry.storage.hashing import canonical_json
+
+
+@dataclass
+class _Deferred:
+    pending: bool = False
+
+
+_DEFERRED: contextvars.ContextVar[_Deferred | None] = contextvars.ContextVar("indexfoundry_deferred_sync", default=None)
+
+
+@contextlib.contextmanager
+def deferred_sync() -> Iterator[None]:
+    """Writes inside (this thread, or the context it was copied into) skip their own fsync
+    until the next ``atomic_commit_json``, which syncs them all at once before its own write.
+    Leaving the block without a commit leaves them to the kernel (nothing names them)."""
+    token = _DEFERRED.set(_Deferred())
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def _defer() -> bool:
+    """True (and the write marked pending) when the caller's fsync is deferred to a commit."""
+    deferred = _DEFERRED.get()
+    if deferred is None:
+        return False
+    deferred.pending = True
+    return True
+
+
+def fsync_file(fd: int) -> None:
+    """``os.fsync(fd)``, or deferred to the next commit inside ``deferred_sync()``."""
+    if not _defer():
+        os.fsync(fd)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -65,6 +111,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
     still atomic, and the caller calls ``sync_filesystem()`` once before its manifest.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    if fsync and _defer():
+        fsync = False
     fd, tmp = new_temp_file(path.parent, path.name)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -86,9 +134,49 @@ def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
 
 
-def sync_filesystem() -> None:
-    """Flush every write made with ``fsync=False`` to disk (one sync instead of one per file)."""
+def sync_filesystem(path: Path | None = None) -> None:
+    """Flush every write made with ``fsync=False`` to disk (one sync instead of one per file):
+    the filesystem holding ``path`` (``syncfs``, Linux) or every filesystem. Inside
+    ``deferred_sync()`` the sync waits for the next commit."""
+    if _defer():
+        return
+    _sync(path)
+
+
+def _sync(path: Path | None) -> None:
+    if path is not None and _syncfs is not None:
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                if _syncfs(fd) == 0:
+                    return
+            finally:
+                os.close(fd)
     os.sync()
+
+
+def _load_syncfs() -> Callable[[int], int] | None:
+    try:
+        return cast(Callable[[int], int], ctypes.CDLL(None, use_errno=True).syncfs)
+    except (OSError, AttributeError):
+        return None
+
+
+_syncfs = _load_syncfs()
+
+
+def atomic_commit_json(path: Path, value: Any) -> None:
+    """Write a commit point (a run's manifest) atomically and durably: the writes deferred
+    before it (``deferred_sync``) are synced first, with one sync of ``path``'s filesystem."""
+    deferred = _DEFERRED.get()
+    if deferred is not None and deferred.pending:
+        _sync(path.parent)
+        deferred.pending = False
+    token = _DEFERRED.set(None)
+    try:
+        atomic_write_text(path, dump_json(value))
+    finally:
+        _DEFERRED.reset(token)
 
 
 def dump_json(value: Any) -> str:

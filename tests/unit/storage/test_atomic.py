@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from indexfoundry.storage import atomic
 from indexfoundry.storage.atomic import atomic_write_jsonl, atomic_write_text, iter_jsonl
 
 
@@ -33,3 +35,40 @@ def test_jsonl_rows_are_canonical(tmp_path: Path):
     target = tmp_path / "rows.jsonl"
     atomic_write_jsonl(target, [{"b": 1, "a": [1, 2]}])
     assert target.read_text() == '{"a":[1,2],"b":1}\n'
+
+
+def _recorded_syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(atomic, "_sync", lambda path: calls.append("sync"))
+
+    def fsync(fd: int) -> None:
+        calls.append("fsync")
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    return calls
+
+
+def test_writes_inside_deferred_sync_are_synced_once_by_the_next_commit_before_the_commit_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    calls = _recorded_syncs(monkeypatch)
+    with atomic.deferred_sync():
+        atomic_write_text(tmp_path / "a.txt", "one")
+        atomic_write_jsonl(tmp_path / "b.jsonl", [{"b": 1}])
+        atomic.sync_filesystem()
+        assert calls == []  # nothing synced yet, every rename done
+        atomic.atomic_commit_json(tmp_path / "manifest.json", {"done": True})
+        assert calls == ["sync", "fsync", "fsync"]  # the artifacts, then the commit file and its folder
+        calls.clear()
+        atomic.atomic_commit_json(tmp_path / "manifest.json", {"done": True, "again": 1})
+        assert calls == ["fsync", "fsync"]  # nothing pending: no sync
+    assert (tmp_path / "a.txt").read_text() == "one"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.jsonl", "manifest.json"]
+
+
+def test_writes_outside_deferred_sync_fsync_each_file_and_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    calls = _recorded_syncs(monkeypatch)
+    atomic_write_text(tmp_path / "a.txt", "one")
+    assert calls == ["fsync", "fsync"]

@@ -36,7 +36,7 @@ from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, uni
 from indexfoundry.phases.connect.repo import local_repo, read_repo, repo_name, resolve_commit
 from indexfoundry.phases.connect.sniff import extension_for, sniff_content_type
 from indexfoundry.phases.connect.url import UrlJob
-from indexfoundry.storage.atomic import atomic_write_jsonl, new_temp_file
+from indexfoundry.storage.atomic import atomic_write_jsonl, fsync_file, new_temp_file
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_bytes, sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
@@ -79,7 +79,7 @@ def store_raw_file(
                         )
                     out.write(block)
             out.flush()
-            os.fsync(out.fileno())
+            fsync_file(out.fileno())  # deferred to the run's next commit in a pipeline run
         digest = sha256_file(tmp)
         target = layout.raw_file(digest, ext)
         if target.is_file():
