@@ -147,17 +147,27 @@ def test_pipeline_run_tool_accepts_a_base_run_id(hundred: Path, runs_dir: Path):
 
 
 def test_a_rerun_in_place_after_one_edit_extracts_only_that_file_and_matches_a_fresh_run(
-    hundred: Path, runs_dir: Path, tmp_path: Path
+    hundred: Path, runs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
+    from indexfoundry.phases.extract import reuse
+
     config = folder_config(hundred)
     first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    layout = RunLayout(runs_dir / first.run_id)
+    texts = {p.name: p.stat().st_ino for p in layout.extracted_dir.glob("*.txt")}
     (hundred / "section2/doc042.md").write_text(_doc(42, "Usage note 42 was rewritten in place."))
+    built: list[str] = []
+    build = reuse._build_extract_index
+    monkeypatch.setattr(reuse, "_build_extract_index", lambda *a: built.append("index") or build(*a))
     recorder = RecordingEmbedder()
     again = api.pipeline_run(config, runs_dir=runs_dir, run_id=first.run_id, embedder=recorder)
     assert again.status == "completed"
-    layout = RunLayout(runs_dir / first.run_id)
     extract = load_manifest(layout).phases["extract"]
     assert (extract.details["reused"], extract.details["new"]) == (99, 1)
+    assert built == ["index"]  # what the last extraction holds is read once, not once per file
+    after = {p.name: p.stat().st_ino for p in layout.extracted_dir.glob("*.txt")}
+    kept = set(texts) & set(after)
+    assert len(kept) == 99 and all(after[name] == texts[name] for name in kept)  # not rewritten
     assert len(recorder.texts) == 1
     scratch_runs = tmp_path / "scratch-runs"
     scratch = api.pipeline_run(config, runs_dir=scratch_runs, embedder=RecordingEmbedder())

@@ -17,6 +17,7 @@ byte-identical artifacts to a run from scratch over the same inputs.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -80,6 +81,11 @@ def _build_extract_index(
     return index
 
 
+# In-place indexes built by the extract phases under way, by run, committed phase and config.
+_in_place_indexes: dict[str, _ExtractIndex] = {}
+_in_place_lock = threading.Lock()
+
+
 def _extract_index(ctx: PhaseContext) -> _ExtractIndex | None:
     from indexfoundry.phases.extract import ExtractPhase
 
@@ -91,11 +97,24 @@ def _extract_index(ctx: PhaseContext) -> _ExtractIndex | None:
         # A rerun in place reuses its own last committed extraction the same way: the raw
         # manifest connect just wrote decides which files are unchanged (same uri, hash,
         # options), the committed manifest's artifact hashes which files may be copied.
-        if ctx.previous_phase is None:
+        previous = ctx.previous_phase
+        if previous is None:
             return None
-        if ctx.previous_phase.config_hash != config_hash or not ctx.layout.documents.is_file():
+        if previous.config_hash != config_hash or not ctx.layout.documents.is_file():
             return None
-        return _build_extract_index(ctx.layout, ctx.previous_phase, config_hash, tools_hash)
+        # Built once per phase run, not once per raw file (that was quadratic in the files).
+        stat = ctx.layout.documents.stat()
+        key = (str(ctx.layout.root), previous.fingerprint, previous.completed_at, stat.st_mtime_ns, stat.st_size)
+        key_text = sha256_json([*key, config_hash, tools_hash])
+        with _in_place_lock:
+            found = _in_place_indexes.get(key_text)
+        if found is None:
+            found = _build_extract_index(ctx.layout, previous, config_hash, tools_hash)
+            with _in_place_lock:
+                _in_place_indexes[key_text] = found
+                while len(_in_place_indexes) > 4:
+                    del _in_place_indexes[next(iter(_in_place_indexes))]
+        return found
     if not base.manifest.is_file():
         return None
     stat = base.manifest.stat()
@@ -140,9 +159,11 @@ def reuse_extracted(
             if expected is None or sha256_bytes(data) != expected:
                 return False
             copies[ctx.layout.root / rel] = data
+    in_place = base.root == ctx.layout.root
     for path, data in copies.items():
         if path not in written:
-            atomic_write_bytes(path, data)
+            if not in_place:  # in place the file is already there, with the bytes just verified
+                atomic_write_bytes(path, data)
             written.add(path)
     documents.extend(docs)
     warnings.extend(index.warnings.get(_raw_key(raw), []))
