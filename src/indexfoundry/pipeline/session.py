@@ -26,7 +26,7 @@ from indexfoundry import __version__
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.manifests import HashList, PhaseManifest, PhaseName, RunManifest
 from indexfoundry.phases.base import Phase
-from indexfoundry.storage.atomic import atomic_commit_json
+from indexfoundry.storage.atomic import atomic_write_commit_json
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
@@ -43,7 +43,7 @@ from indexfoundry.storage.manifest import (
 def _write(layout: RunLayout, manifest: RunManifest) -> None:
     # The only place manifest.json is written: the commit point, so the artifact writes deferred
     # before it (storage.atomic.deferred_sync, a pipeline run) are made durable first.
-    atomic_commit_json(layout.manifest, manifest)
+    atomic_write_commit_json(layout.manifest, manifest)
 
 
 class RunSession:

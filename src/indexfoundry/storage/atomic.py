@@ -4,7 +4,7 @@ A reader never sees a half-written artifact: either the old file or the complete
 
 Durability is batched at a run's commit points. Inside ``deferred_sync()`` (the runner opens
 one for a pipeline run) writes skip their own fsync (the rename stays atomic) and are marked
-pending; ``atomic_commit_json`` (the manifest, ``pipeline/session.py``) first syncs the
+pending; ``atomic_write_commit_json`` (the manifest, ``pipeline/session.py``) first syncs the
 filesystem once if anything is pending, then writes and fsyncs the commit file itself. So a
 manifest on disk never names an artifact that is not on disk, for one sync per commit instead
 of an fsync (and a folder fsync) per artifact. A process killed between two commits leaves
@@ -40,7 +40,7 @@ _DEFERRED: contextvars.ContextVar[_Deferred | None] = contextvars.ContextVar("in
 @contextlib.contextmanager
 def deferred_sync() -> Iterator[None]:
     """Writes inside (this thread, or the context it was copied into) skip their own fsync
-    until the next ``atomic_commit_json``, which syncs them all at once before its own write.
+    until the next ``atomic_write_commit_json``, which syncs them all at once before its own write.
     Leaving the block without a commit leaves them to the kernel (nothing names them)."""
     token = _DEFERRED.set(_Deferred())
     try:
@@ -165,7 +165,7 @@ def _load_syncfs() -> Callable[[int], int] | None:
 _syncfs = _load_syncfs()
 
 
-def atomic_commit_json(path: Path, value: Any) -> None:
+def atomic_write_commit_json(path: Path, value: Any) -> None:
     """Write a commit point (a run's manifest) atomically and durably: the writes deferred
     before it (``deferred_sync``) are synced first, with one sync of ``path``'s filesystem."""
     deferred = _DEFERRED.get()

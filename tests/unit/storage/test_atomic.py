@@ -59,10 +59,10 @@ def test_writes_inside_deferred_sync_are_synced_once_by_the_next_commit_before_t
         atomic_write_jsonl(tmp_path / "b.jsonl", [{"b": 1}])
         atomic.sync_filesystem()
         assert calls == []  # nothing synced yet, every rename done
-        atomic.atomic_commit_json(tmp_path / "manifest.json", {"done": True})
+        atomic.atomic_write_commit_json(tmp_path / "manifest.json", {"done": True})
         assert calls == ["sync", "fsync", "fsync"]  # the artifacts, then the commit file and its folder
         calls.clear()
-        atomic.atomic_commit_json(tmp_path / "manifest.json", {"done": True, "again": 1})
+        atomic.atomic_write_commit_json(tmp_path / "manifest.json", {"done": True, "again": 1})
         assert calls == ["fsync", "fsync"]  # nothing pending: no sync
     assert (tmp_path / "a.txt").read_text() == "one"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.jsonl", "manifest.json"]
