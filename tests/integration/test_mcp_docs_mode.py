@@ -11,6 +11,7 @@ from mcp.client import Client
 
 from indexfoundry.app.docs_index import DocsIndex
 from indexfoundry.pipeline.runs import list_runs
+from indexfoundry.retrieval.service import SearchService
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.mcp import ServerOptions, create_server
@@ -106,6 +107,14 @@ def test_the_watcher_refreshes_the_index_when_a_file_changes(tree, runs_dir: Pat
     # The refresh extracted and chunked the changed file in a worker the first build started.
     assert started > 0 and index.executor.pool.started == started
     assert index.executor.pool.idle_pids() == []  # stop() closed the executor
+    # Opening the new run for search validates only its new chunk records (docs-mode memos).
+    old, new = (
+        SearchService(RunLayout(runs_dir / first)).chunks,
+        SearchService(RunLayout(runs_dir / index.run_id)).chunks,
+    )
+    shared = set(old) & set(new)
+    assert shared and all(new[cid] is old[cid] for cid in shared)
+    assert any("theme.palette" in new[cid].content.text for cid in set(new) - shared)
     assert index.run_id is not None and index.run_id != first  # a new run derived from the first
     chunks = [row["content"]["text"] for row in iter_jsonl(RunLayout(runs_dir / index.run_id).chunks)]
     assert any("theme.palette" in text for text in chunks)

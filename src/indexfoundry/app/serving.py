@@ -31,7 +31,7 @@ from indexfoundry.models.serve import (
 )
 from indexfoundry.pipeline.inuse import pid_alive
 from indexfoundry.pipeline.runs import LATEST, resolve_run_id
-from indexfoundry.storage.atomic import atomic_write_json, dump_json, read_json
+from indexfoundry.storage.atomic import atomic_write_json, atomic_write_text, dump_json, read_json
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_bytes
 from indexfoundry.storage.layout import RunLayout, server_pid_file, servers_dir
@@ -110,7 +110,7 @@ def write_openapi(
     settings = HttpSettings.from_config(serve, layout.runs_dir, layout.run_id, **overrides)
     spec = openapi_spec(settings, include_schemas=include_schemas)
     text = dump_json(spec)
-    atomic_write_json(layout.openapi, spec)
+    atomic_write_text(layout.openapi, text)  # the bytes hashed below, encoded once
     return ServeOpenapiOutput(
         success=True,
         run_id=layout.run_id,

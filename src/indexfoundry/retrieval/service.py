@@ -59,10 +59,11 @@ from indexfoundry.retrieval.budget import (
 from indexfoundry.retrieval.expand import Expander
 from indexfoundry.retrieval.filters import check_filters, matches, needs_post_filter, store_where
 from indexfoundry.storage.artifacts import read_artifact
-from indexfoundry.storage.atomic import iter_jsonl, read_json
+from indexfoundry.storage.atomic import read_json
 from indexfoundry.storage.hashing import canonical_json
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_manifest, load_run_config
+from indexfoundry.storage.memo import Memo
 
 # Candidates each mode contributes to hybrid fusion (at least; more when more results are wanted).
 HYBRID_CANDIDATES = 100
@@ -147,6 +148,12 @@ def fuse(semantic: Ranked, keyword: Ranked, config: HybridConfig) -> Ranked:
     return rrf_fuse([semantic, keyword], config.rrf_k)
 
 
+# Chunk records by their chunks.jsonl line (storage/memo.py: on in docs mode only). A run rebuilt
+# after one edit shares nearly every line with the run it replaces, so opening it for the first
+# query validates only the changed file's chunks.
+_chunk_memo: Memo[DocumentChunk] = Memo(20_000)
+
+
 class SearchService:
     """Search one run: loads the run's embedder, store, keyword index and chunks once, then answers queries."""
 
@@ -219,8 +226,18 @@ class SearchService:
     def chunks(self) -> dict[str, DocumentChunk]:
         with self._lock:
             if self._chunks is None:
-                rows = list(iter_jsonl(self.layout.chunks))
-                self._chunks = {row["chunk_id"]: DocumentChunk.model_validate(row) for row in rows}
+                lines = [line for line in self.layout.chunks.read_text(encoding="utf-8").splitlines() if line.strip()]
+                known = _chunk_memo.get_many(lines)
+                rows = [json.loads(line) for line in lines]
+                fresh: dict[str, DocumentChunk] = {}
+                chunks: dict[str, DocumentChunk] = {}
+                for line, row in zip(lines, rows, strict=True):
+                    chunk = known.get(line)
+                    if chunk is None:
+                        chunk = fresh[line] = DocumentChunk.model_validate(row)
+                    chunks[row["chunk_id"]] = chunk
+                _chunk_memo.put_many(fresh)
+                self._chunks = chunks
                 self._data = {row["chunk_id"]: row for row in rows}
             return self._chunks
 
