@@ -9,27 +9,9 @@ import time
 
 from indexfoundry.phases.isolation import IsolationPool, Limits, Stopped
 from indexfoundry.pipeline.executors import LocalExecutor
+from tests.unit.phases.isolation_jobs import allocate_mb, pid_of_worker, sleep_then_pid
 
 LIMITS = Limits(workers=1, timeout_s=20, memory_mb=256)
-
-_held: list[bytearray] = []
-
-
-def pid_of_worker(job: int) -> tuple[int, int]:
-    return job, os.getpid()
-
-
-def sleep_then_pid(seconds: float) -> int:
-    time.sleep(seconds)
-    return os.getpid()
-
-
-def allocate_mb(megabytes: int) -> tuple[str, int]:
-    try:
-        _held.append(bytearray(megabytes * 1024 * 1024))  # held for the worker's life
-    except MemoryError:
-        return "memory error", os.getpid()
-    return "held", os.getpid()
 
 
 def test_a_pool_runs_later_calls_in_the_worker_it_already_started():
@@ -49,7 +31,7 @@ def test_a_job_past_the_time_limit_in_a_warm_pool_is_stopped_and_the_next_job_ge
     pool = IsolationPool()
     try:
         (warm,) = pool.run([0.0], sleep_then_pid, LIMITS)
-        stopped, after = pool.run([30.0, 0.0], sleep_then_pid, Limits(1, 1.0, 256))
+        stopped, after = pool.run([60.0, 0.0], sleep_then_pid, Limits(1, 3.0, 256))
     finally:
         pool.close()
     assert isinstance(stopped, Stopped) and stopped.limit == "time"
@@ -72,12 +54,13 @@ def test_an_idle_worker_that_died_is_never_given_a_job():
 
 
 def test_the_memory_limit_holds_in_a_reused_worker_and_a_worker_that_grew_retires():
+    limits = Limits(workers=1, timeout_s=20, memory_mb=1024)
     pool = IsolationPool()
     try:
-        (over,) = pool.run([1024], allocate_mb, LIMITS)  # four times the limit
-        (small,) = pool.run([1], allocate_mb, LIMITS)
-        (grown,) = pool.run([100], allocate_mb, LIMITS)  # more than a quarter of the limit, held
-        (after,) = pool.run([1], allocate_mb, LIMITS)
+        (over,) = pool.run([4096], allocate_mb, limits)  # four times the limit
+        (small,) = pool.run([1], allocate_mb, limits)
+        (grown,) = pool.run([300], allocate_mb, limits)  # more than a quarter of the limit, held
+        (after,) = pool.run([1], allocate_mb, limits)
     finally:
         pool.close()
     assert not isinstance(over, Stopped) and over[0] == "memory error"
