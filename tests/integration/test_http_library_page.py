@@ -12,6 +12,7 @@ from tests.integration.test_http_web_page import ARGS, CHROMIUM, pytestmark  # n
 from tests.integration.test_mcp_libraries import _config, _docs
 
 
+@pytest.mark.slow  # two pipeline runs, a server process and Chromium
 def test_a_server_of_many_libraries_searches_them_all_and_labels_each_result(tmp_path: Path):
     """``serve start --library ...``: the page lists the library versions and searches
     /libraries/search (the single-run /search does not exist in that mode)."""
