@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import re
 import types
 import uuid
 import warnings
@@ -394,6 +395,8 @@ def test_a_server_that_goes_away_mid_upsert_is_a_recoverable_db_error_and_a_reru
         store.close()
         kit.start()
     assert lost.value.code == "DB_ERROR" and lost.value.recoverable is True
+    # Worded by the one translation of client errors (stores.translating -> store_error).
+    assert re.match(r"(Chroma|PostgreSQL|Pinecone|Weaviate) [a-z_ ]+ failed: \w+: ", lost.value.message), lost.value
     assert calls["n"] == 3
     rerun = _upsert(kit, config, embedded, "run-1")
     assert rerun["verified"] and rerun["stats"]["vectors_sent"] == 30  # the two batches written stay

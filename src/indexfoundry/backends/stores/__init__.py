@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from indexfoundry.backends.embedding.providers import Vectors
-from indexfoundry.errors import ConfigInvalid, DbError
+from indexfoundry.errors import ConfigInvalid, DbError, IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.layout import RunLayout
 
@@ -181,6 +181,34 @@ def store_error(store: str, action: str, exc: BaseException, **kwargs: Any) -> D
     decides ``recoverable`` (worth a rerun), the suggestion and details."""
     message = " ".join(str(exc).split())
     return DbError(f"{store} {action} failed: {type(exc).__name__}: {message[:300]}", **kwargs)
+
+
+# A store's wording of a failed client call: (action, exception) -> its DB_ERROR (store_error
+# with the store's own recoverable rule and suggestion).
+ErrorWording = Callable[[str, BaseException], DbError]
+
+
+class translating:
+    """The one translation of a store's client errors: ``with translating(_db_error, "upsert"):``
+    around client calls turns any exception they raise into the store's DB_ERROR for that
+    action (``wording(action, exc)``, raised ``from None``: the client's traceback is not the
+    user's). IndexFoundry's own errors pass through untouched (a ``DbError`` raised inside, a
+    ``ConfigInvalid`` for an unset key variable), and so do ``BaseException``s that are not
+    ``Exception``s (KeyboardInterrupt, SystemExit)."""
+
+    __slots__ = ("action", "wording")
+
+    def __init__(self, wording: ErrorWording, action: str) -> None:
+        self.wording = wording
+        self.action = action
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        # Returns None (never suppresses): type checkers then know a ``return`` inside is final.
+        if isinstance(exc, Exception) and not isinstance(exc, IndexFoundryError):
+            raise self.wording(self.action, exc) from None
 
 
 def model_mismatch(collection: str, held_model: Any, held_dims: Any, model_id: str, dimensions: int) -> DbError | None:

@@ -25,6 +25,7 @@ from indexfoundry.backends.stores import (
     parse_where,
     secret_env,
     store_error,
+    translating,
     with_namespace,
 )
 from indexfoundry.errors import ConfigInvalid, DbError
@@ -57,7 +58,7 @@ _TRANSIENT_NAMES = ("connect", "timeout", "unavailable")
 _STORAGE_FULL = ("disk is full", "disk i/o error", "file too large", "no space left", "quota exceeded")
 
 
-def _db_error(action: str, exc: Exception) -> DbError:
+def _db_error(action: str, exc: BaseException) -> DbError:
     message = " ".join(str(exc).split())
     lowered = message.lower()
     full = any(words in lowered for words in _STORAGE_FULL)
@@ -89,7 +90,7 @@ class ChromaStore:
         self.namespace = config.namespace
         conn = config.connection
         settings = Settings(anonymized_telemetry=False)
-        try:
+        with translating(_db_error, "connection"):
             if "host" in conn:
                 headers = {}
                 token = secret_env(conn, "api_key_env", "chroma")
@@ -106,8 +107,6 @@ class ChromaStore:
                 path = Path(conn.get("path", default_path))
                 path.mkdir(parents=True, exist_ok=True)
                 self.client = chromadb.PersistentClient(path=str(path), settings=settings)
-        except Exception as exc:
-            raise _db_error("connection", exc) from None
         self._collection: Any = None
 
     # ids: namespaced in the store, chunk ids outside
@@ -141,20 +140,16 @@ class ChromaStore:
 
     def ensure_collection(self, model_id: str, dimensions: int, reset: bool = False) -> None:
         if reset and not self.namespace:
-            try:
+            with translating(_db_error, "drop collection"):
                 names = [c if isinstance(c, str) else c.name for c in self.client.list_collections()]
                 if self.config.collection in names:
                     self.client.delete_collection(self.config.collection)
-            except Exception as exc:
-                raise _db_error("drop collection", exc) from None
-        try:
+        with translating(_db_error, "open collection"):
             self._collection = self.client.get_or_create_collection(
                 self.config.collection,
                 embedding_function=None,
                 metadata={"hnsw:space": "cosine", "embedding_model": model_id, "dimensions": dimensions},
             )
-        except Exception as exc:
-            raise _db_error("open collection", exc) from None
         meta = self._collection.metadata or {}
         error = model_mismatch(
             self.config.collection, meta.get("embedding_model"), meta.get("dimensions"), model_id, dimensions
@@ -166,30 +161,22 @@ class ChromaStore:
 
     def existing(self, ids: list[str]) -> dict[str, Metadata]:
         out: dict[str, Metadata] = {}
-        try:
+        with translating(_db_error, "get"):
             for start in range(0, len(ids), 1000):
                 batch = [self._sid(i) for i in ids[start : start + 1000]]
                 got = self.collection.get(ids=batch, include=["metadatas"])
                 for sid, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
                     out[self._cid(sid)] = dict(meta or {})
-        except DbError:
-            raise
-        except Exception as exc:
-            raise _db_error("get", exc) from None
         return out
 
     def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None:
-        try:
+        with translating(_db_error, "upsert"):
             self.collection.upsert(
                 ids=[self._sid(i) for i in ids],
                 embeddings=np.asarray(vectors, dtype=np.float32),
                 documents=texts,
                 metadatas=with_namespace(metadatas, self.namespace),
             )
-        except DbError:
-            raise
-        except Exception as exc:
-            raise _db_error("upsert", exc) from None
 
     def all_ids(self) -> list[str]:
         ids: list[str] = []
@@ -197,7 +184,7 @@ class ChromaStore:
         offset = 0
         # Without a namespace, the vectors of namespaces are told apart by their metadata.
         include = [] if self.namespace else ["metadatas"]
-        try:
+        with translating(_db_error, "list ids"):
             while True:
                 got = self.collection.get(where=self._where(None), include=include, limit=page, offset=offset)
                 offset += len(got["ids"])
@@ -209,22 +196,14 @@ class ChromaStore:
                 )
                 if len(got["ids"]) < page:
                     break
-        except DbError:
-            raise
-        except Exception as exc:
-            raise _db_error("list ids", exc) from None
         return sorted(self._cid(i) for i in ids)
 
     def delete(self, ids: list[str]) -> None:
-        try:
+        with translating(_db_error, "delete"):
             for start in range(0, len(ids), 1000):
                 batch = [self._sid(i) for i in ids[start : start + 1000]]
                 if batch:
                     self.collection.delete(ids=batch)
-        except DbError:
-            raise
-        except Exception as exc:
-            raise _db_error("delete", exc) from None
 
     def count(self) -> int:
         return len(self.all_ids())
@@ -235,17 +214,13 @@ class ChromaStore:
         return checked_query(lambda n: self._query(vector, n, where), top_k, flt, self.namespace, MAX_LIMIT)
 
     def _query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None) -> list[StoreHit]:
-        try:
+        with translating(_db_error, "query"):
             result = self.collection.query(
                 query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
                 n_results=top_k,
                 where=self._where(where),
                 include=["distances", "metadatas", "documents"],
             )
-        except DbError:
-            raise
-        except Exception as exc:
-            raise _db_error("query", exc) from None
         hits: list[StoreHit] = []
         ids = result["ids"][0]
         docs = result.get("documents")

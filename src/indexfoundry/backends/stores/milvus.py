@@ -38,6 +38,7 @@ from indexfoundry.backends.stores import (
     retrying,
     secret_env,
     store_error,
+    translating,
     with_namespace,
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
@@ -63,7 +64,7 @@ def transient(exc: BaseException) -> bool:
     return any(word in text for word in ("unavailable", "timeout", "deadline", "connect", "rate limit"))
 
 
-def _db_error(action: str, exc: Exception) -> DbError:
+def _db_error(action: str, exc: BaseException) -> DbError:
     recoverable = transient(exc)
     return store_error(
         "Milvus",
@@ -127,7 +128,7 @@ class MilvusStore:
         conn = config.connection
         uri = str(conn.get("uri") or default_file)
         self.remote = "://" in uri
-        try:
+        with translating(_db_error, "connection"):
             if self.remote:
                 kwargs: dict[str, Any] = {"uri": uri}
                 token = secret_env(conn, "token_env", "milvus")
@@ -145,10 +146,6 @@ class MilvusStore:
                     if key not in _lite_clients:
                         _lite_clients[key] = MilvusClient(key)
                     self.client = _lite_clients[key]
-        except DbError:
-            raise
-        except Exception as exc:
-            raise _db_error("connection", exc) from None
         self.index_type = str(conn.get("index_type") or ("AUTOINDEX" if self.remote else "FLAT"))
         self._loaded = False
 
@@ -163,25 +160,21 @@ class MilvusStore:
         return to_milvus_expr(and_filters(namespace_filter(self.namespace) if self.namespace else None, flt))
 
     def _exists(self) -> bool:
-        try:
+        with translating(_db_error, "collection check"):
             return bool(self.client.has_collection(self.name))
-        except Exception as exc:
-            raise _db_error("collection check", exc) from None
 
     def _require(self) -> None:
         if not self._exists():
             raise DbError(f"collection '{self.name}' does not exist", suggestion="Run the index phase first")
         if not self._loaded:
-            try:
+            with translating(_db_error, "load collection"):
                 self.client.load_collection(self.name)
-            except Exception as exc:
-                raise _db_error("load collection", exc) from None
             self._loaded = True
 
     def ensure_collection(self, model_id: str, dimensions: int, reset: bool = False) -> None:
         from pymilvus import DataType
 
-        try:
+        with translating(_db_error, "open collection"):
             if reset and not self.namespace and self._exists():
                 self.client.drop_collection(self.name)
             if not self._exists():
@@ -200,10 +193,6 @@ class MilvusStore:
                     properties={MODEL_PROPERTY: model_id, DIMS_PROPERTY: str(dimensions)},
                 )
             described = self.client.describe_collection(self.name)
-        except DbError:
-            raise
-        except Exception as exc:
-            raise _db_error("open collection", exc) from None
         props = described.get("properties") or {}
         dims: Any = props.get(DIMS_PROPERTY)
         for field in described.get("fields", []):
@@ -221,15 +210,13 @@ class MilvusStore:
             return {}
         self._require()
         out: dict[str, Metadata] = {}
-        try:
+        with translating(_db_error, "get"):
             for start in range(0, len(ids), 1000):
                 rows = self.client.get(
                     self.name, ids=[self._sid(i) for i in ids[start : start + 1000]], output_fields=["metadata"]
                 )
                 for row in rows:
                     out[self._cid(str(row["id"]))] = dict(row.get("metadata") or {})
-        except Exception as exc:
-            raise _db_error("get", exc) from None
         return out
 
     def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None:
@@ -256,15 +243,13 @@ class MilvusStore:
             self._write(rows)
 
     def _write(self, rows: list[dict[str, Any]]) -> None:
-        try:
+        with translating(_db_error, "upsert"):
             self.client.upsert(self.name, data=rows)
-        except Exception as exc:
-            raise _db_error("upsert", exc) from None
 
     def all_ids(self) -> list[str]:
         self._require()
         ids: list[str] = []
-        try:
+        with translating(_db_error, "list ids"):
             iterator = self.client.query_iterator(
                 self.name,
                 batch_size=1000,
@@ -283,19 +268,15 @@ class MilvusStore:
                     )
             finally:
                 iterator.close()
-        except Exception as exc:
-            raise _db_error("list ids", exc) from None
         return sorted(ids)
 
     def delete(self, ids: list[str]) -> None:
         if not ids:
             return
         self._require()
-        try:
+        with translating(_db_error, "delete"):
             for start in range(0, len(ids), 1000):
                 self.client.delete(self.name, ids=[self._sid(i) for i in ids[start : start + 1000]])
-        except Exception as exc:
-            raise _db_error("delete", exc) from None
 
     def count(self) -> int:
         return len(self.all_ids())
@@ -306,7 +287,7 @@ class MilvusStore:
         return checked_query(lambda n: self._search(vector, n, flt), top_k, flt, self.namespace, MAX_LIMIT)
 
     def _search(self, vector: Vectors, top_k: int, flt: Filter | None) -> list[StoreHit]:
-        try:
+        with translating(_db_error, "search"):
             result = self.client.search(
                 self.name,
                 data=[np.asarray(vector, dtype=np.float32).reshape(-1).tolist()],
@@ -315,8 +296,6 @@ class MilvusStore:
                 output_fields=["text", "metadata"],
                 search_params={"metric_type": "COSINE"},
             )
-        except Exception as exc:
-            raise _db_error("search", exc) from None
         hits = []
         for hit in result[0] if result else []:
             entity = hit.get("entity", {})

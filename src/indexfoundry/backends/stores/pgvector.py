@@ -62,6 +62,7 @@ from indexfoundry.backends.stores import (
     model_mismatch,
     parse_where,
     store_error,
+    translating,
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
@@ -90,7 +91,7 @@ def run_table_name(collection: str, namespace: str | None, run_id: str) -> str:
     return f"{base_name(collection, namespace)}__{sha256_text(run_id)[:12]}"
 
 
-def _db_error(action: str, exc: Exception) -> DbError:
+def _db_error(action: str, exc: BaseException) -> DbError:
     import psycopg
 
     # A lost or refused connection, a server shutting down, a serialisation conflict: a rerun may pass.
@@ -207,10 +208,8 @@ class PgVectorStore:
         kwargs: dict[str, Any] = {"connect_timeout": int(self.config.connection.get("connect_timeout", 10))}
         if self._password:
             kwargs["password"] = self._password
-        try:
+        with translating(_db_error, "connection"):
             conn = psycopg.connect(self._dsn, autocommit=True, **kwargs)
-        except Exception as exc:
-            raise _db_error("connection", exc) from None
         try:
             if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
                 with conn.transaction():
@@ -230,13 +229,8 @@ class PgVectorStore:
         """A transaction on the store's connection; any driver error becomes DB_ERROR."""
         with self._lock:
             conn = self._connect()
-            try:
-                with conn.transaction():
-                    yield conn
-            except DbError:
-                raise
-            except Exception as exc:
-                raise _db_error(action, exc) from None
+            with translating(_db_error, action), conn.transaction():
+                yield conn
 
     def _ident(self, name: str) -> Any:
         from psycopg import sql

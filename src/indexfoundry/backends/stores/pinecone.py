@@ -33,6 +33,7 @@ from indexfoundry.backends.stores import (
     parse_where,
     secret_env,
     store_error,
+    translating,
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
@@ -45,7 +46,7 @@ MAX_TEXT_BYTES = 30000
 MAX_TOP_K = 10000
 
 
-def _db_error(action: str, exc: Exception) -> DbError:
+def _db_error(action: str, exc: BaseException) -> DbError:
     name = type(exc).__name__
     recoverable = name in ("PineconeConnectionError", "PineconeTimeoutError", "RateLimitError", "ServiceError")
     return store_error(
@@ -83,30 +84,24 @@ class PineconeStore:
         self.collection = config.collection
         self.pc_namespace = config.collection + (f"::{config.namespace}" if config.namespace else "")
         api_key = secret_env({"api_key_env": conn.get("api_key_env", "PINECONE_API_KEY")}, "api_key_env", "pinecone")
-        try:
+        with translating(_db_error, "connection"):
             self.client = Pinecone(
                 api_key=api_key,
                 timeout=float(conn.get("timeout", 30)),
                 retry_config=RetryConfig(max_retries=int(conn.get("max_retries", 3))),
             )
             self.index: Any = self.client.index(host=host)
-        except Exception as exc:
-            raise _db_error("connection", exc) from None
 
     def _meta_id(self) -> str:
         return "collection-" + sha256_text(self.pc_namespace)[:32]
 
     def _stats(self) -> Any:
-        try:
+        with translating(_db_error, "describe_index_stats"):
             return self.index.describe_index_stats()
-        except Exception as exc:
-            raise _db_error("describe_index_stats", exc) from None
 
     def _held(self) -> tuple[Any, Any] | None:
-        try:
+        with translating(_db_error, "fetch"):
             got = self.index.fetch(ids=[self._meta_id()], namespace=META_NAMESPACE)
-        except Exception as exc:
-            raise _db_error("fetch", exc) from None
         record = got.vectors.get(self._meta_id())
         if record is None:
             return None
@@ -124,10 +119,8 @@ class PineconeStore:
         held = self._held()
         if reset:
             if self.pc_namespace in (stats.namespaces or {}):
-                try:
+                with translating(_db_error, "delete"):
                     self.index.delete(delete_all=True, namespace=self.pc_namespace)
-                except Exception as exc:
-                    raise _db_error("delete", exc) from None
         elif held is not None:
             error = model_mismatch(self.collection, held[0], held[1], model_id, dimensions)
             if error is not None:
@@ -136,14 +129,12 @@ class PineconeStore:
             # The record's vector only has to be a valid non-zero vector of the index's dimension.
             marker = [1.0] + [0.0] * (dimensions - 1)
             meta = {"embedding_model": model_id, "dimensions": dimensions, "collection": self.pc_namespace}
-            try:
+            with translating(_db_error, "upsert"):
                 self.index.upsert(
                     vectors=[{"id": self._meta_id(), "values": marker, "metadata": meta}],
                     namespace=META_NAMESPACE,
                     show_progress=False,
                 )
-            except Exception as exc:
-                raise _db_error("upsert", exc) from None
 
     def _require(self) -> None:
         if self._held() is None:
@@ -154,13 +145,11 @@ class PineconeStore:
 
     def existing(self, ids: list[str]) -> dict[str, Metadata]:
         out: dict[str, Metadata] = {}
-        try:
+        with translating(_db_error, "fetch"):
             for start in range(0, len(ids), 100):
                 got = self.index.fetch(ids=ids[start : start + 100], namespace=self.pc_namespace)
                 for vid, record in got.vectors.items():
                     out[vid] = {k: v for k, v in (record.metadata or {}).items() if k != TEXT_KEY}
-        except Exception as exc:
-            raise _db_error("fetch", exc) from None
         return out
 
     def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None:
@@ -171,32 +160,26 @@ class PineconeStore:
             if texts is not None:
                 meta[TEXT_KEY] = _clip(texts[i])
             records.append({"id": cid, "values": matrix[i].tolist(), "metadata": meta})
-        try:
+        with translating(_db_error, "upsert"):
             self.index.upsert(vectors=records, namespace=self.pc_namespace, show_progress=False)
-        except Exception as exc:
-            raise _db_error("upsert", exc) from None
 
     def all_ids(self) -> list[str]:
         self._require()
         ids: list[str] = []
         token: str | None = None
-        try:
+        with translating(_db_error, "list"):
             while True:
                 page = self.index.list_paginated(namespace=self.pc_namespace, limit=100, pagination_token=token)
                 ids.extend(str(v.id) for v in page.vectors if v.id is not None)
                 token = page.pagination.next if page.pagination else None
                 if not token:
                     break
-        except Exception as exc:
-            raise _db_error("list", exc) from None
         return sorted(ids)
 
     def delete(self, ids: list[str]) -> None:
-        try:
+        with translating(_db_error, "delete"):
             for start in range(0, len(ids), 1000):
                 self.index.delete(ids=ids[start : start + 1000], namespace=self.pc_namespace)
-        except Exception as exc:
-            raise _db_error("delete", exc) from None
 
     def count(self) -> int:
         return len(self.all_ids())
@@ -207,12 +190,10 @@ class PineconeStore:
         q = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
 
         def run(n: int) -> list[StoreHit]:
-            try:
+            with translating(_db_error, "query"):
                 result = self.index.query(
                     vector=q, top_k=n, namespace=self.pc_namespace, filter=where or None, include_metadata=True
                 )
-            except Exception as exc:
-                raise _db_error("query", exc) from None
             hits = []
             for match in result.matches:
                 meta = dict(match.metadata or {})

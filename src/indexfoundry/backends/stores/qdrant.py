@@ -34,6 +34,7 @@ from indexfoundry.backends.stores import (
     parse_where,
     secret_env,
     store_error,
+    translating,
     with_namespace,
 )
 from indexfoundry.errors import DbError, missing_extra
@@ -58,7 +59,7 @@ def transient(exc: BaseException) -> bool:
     return any(word in name for word in ("connect", "timeout", "unavailable", "responsehandling"))
 
 
-def _db_error(action: str, exc: Exception) -> DbError:
+def _db_error(action: str, exc: BaseException) -> DbError:
     recoverable = transient(exc)
     return store_error(
         "Qdrant",
@@ -145,7 +146,7 @@ class QdrantStore:
         self.namespace = config.namespace
         conn = config.connection
         self.remote = bool(conn.get("url") or conn.get("host"))
-        try:
+        with translating(_db_error, "connection"):
             if self.remote:
                 client = QdrantClient(
                     url=conn.get("url"),
@@ -168,10 +169,6 @@ class QdrantStore:
                     if key not in _local_clients:
                         _local_clients[key] = QdrantClient(path=key)
                     self.client = _local_clients[key]
-        except DbError:
-            raise
-        except Exception as exc:
-            raise _db_error("connection", exc) from None
 
     def _sid(self, chunk_id: str) -> str:
         return f"{self.namespace}/{chunk_id}" if self.namespace else chunk_id
@@ -180,10 +177,8 @@ class QdrantStore:
         return to_qdrant_filter(and_filters(namespace_filter(self.namespace), flt))
 
     def _exists(self) -> bool:
-        try:
+        with translating(_db_error, "collection check"):
             return bool(self.client.collection_exists(self.name))
-        except Exception as exc:
-            raise _db_error("collection check", exc) from None
 
     def _require(self) -> None:
         if not self._exists():
@@ -192,7 +187,7 @@ class QdrantStore:
     def ensure_collection(self, model_id: str, dimensions: int, reset: bool = False) -> None:
         from qdrant_client import models
 
-        try:
+        with translating(_db_error, "open collection"):
             if reset and not self.namespace and self._exists():
                 self.client.delete_collection(self.name)
             if not self._exists():
@@ -202,10 +197,6 @@ class QdrantStore:
                     metadata={"embedding_model": model_id, "dimensions": dimensions},
                 )
             info = self.client.get_collection(self.name)
-        except DbError:
-            raise
-        except Exception as exc:
-            raise _db_error("open collection", exc) from None
         meta = info.config.metadata or {}
         params = info.config.params.vectors
         size = getattr(params, "size", None)
@@ -221,7 +212,7 @@ class QdrantStore:
         if not ids or not self._exists():
             return {}
         out: dict[str, Metadata] = {}
-        try:
+        with translating(_db_error, "retrieve"):
             for start in range(0, len(ids), 1000):
                 batch = ids[start : start + 1000]
                 points = self.client.retrieve(
@@ -230,8 +221,6 @@ class QdrantStore:
                 for point in points:
                     payload = point.payload or {}
                     out[str(payload.get(ID_KEY))] = flatten(payload)
-        except Exception as exc:
-            raise _db_error("retrieve", exc) from None
         return out
 
     def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None:
@@ -245,16 +234,14 @@ class QdrantStore:
             if texts is not None:
                 payload[TEXT_KEY] = texts[i]
             points.append(models.PointStruct(id=point_id(self._sid(cid)), vector=matrix[i].tolist(), payload=payload))
-        try:
+        with translating(_db_error, "upsert"):
             self.client.upsert(self.name, points=points, wait=True)
-        except Exception as exc:
-            raise _db_error("upsert", exc) from None
 
     def all_ids(self) -> list[str]:
         self._require()
         ids: list[str] = []
         offset: Any = None
-        try:
+        with translating(_db_error, "scroll"):
             while True:
                 points, offset = self.client.scroll(
                     self.name,
@@ -267,31 +254,25 @@ class QdrantStore:
                 ids.extend(str((p.payload or {}).get(ID_KEY)) for p in points)
                 if offset is None:
                     break
-        except Exception as exc:
-            raise _db_error("scroll", exc) from None
         return sorted(ids)
 
     def delete(self, ids: list[str]) -> None:
         from qdrant_client import models
 
-        try:
+        with translating(_db_error, "delete"):
             for start in range(0, len(ids), 1000):
                 batch = [point_id(self._sid(i)) for i in ids[start : start + 1000]]
                 if batch:
                     self.client.delete(self.name, points_selector=models.PointIdsList(points=batch), wait=True)
-        except Exception as exc:
-            raise _db_error("delete", exc) from None
 
     def count(self) -> int:
         self._require()
-        try:
+        with translating(_db_error, "count"):
             return int(self.client.count(self.name, count_filter=self._scope(), exact=True).count)
-        except Exception as exc:
-            raise _db_error("count", exc) from None
 
     def query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]:
         self._require()
-        try:
+        with translating(_db_error, "query"):
             result = self.client.query_points(
                 self.name,
                 query=np.asarray(vector, dtype=np.float32).reshape(-1).tolist(),
@@ -299,8 +280,6 @@ class QdrantStore:
                 query_filter=self._scope(parse_where(where)),
                 with_payload=True,
             )
-        except Exception as exc:
-            raise _db_error("query", exc) from None
         hits = []
         for point in result.points:
             payload = point.payload or {}

@@ -52,6 +52,7 @@ from indexfoundry.backends.stores import (
     parse_where,
     secret_env,
     store_error,
+    translating,
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
@@ -220,7 +221,7 @@ class WeaviateStore:
         self.name = collection_name(config.collection, config.namespace)
         self._properties: dict[str, str] = {}
         timeout = float(conn.get("timeout", 30))
-        try:
+        with translating(_db_error, "connection"):
             self.client: Any = weaviate.connect_to_custom(
                 http_host=http_host,
                 http_port=http_port,
@@ -233,8 +234,6 @@ class WeaviateStore:
                 # The client's own start-up checks ask PyPI for its latest version: never.
                 skip_init_checks=True,
             )
-        except Exception as exc:
-            raise _db_error("connection", exc) from None
         try:
             ready = bool(self.client.is_ready())
         except Exception as exc:
@@ -252,12 +251,10 @@ class WeaviateStore:
     # ------------------------------------------------------------ schema
     def _load_schema(self) -> dict[str, Any] | None:
         """The collection's description record, refreshing the known properties; None if absent."""
-        try:
+        with translating(_db_error, "schema read"):
             if not self.client.collections.exists(self.name):
                 return None
             config = self.handle.config.get(simple=True)
-        except Exception as exc:
-            raise _db_error("schema read", exc) from None
         self._properties = {p.name: p.data_type.value for p in config.properties}
         try:
             record = json.loads(config.description or "{}").get("indexfoundry", {})
@@ -270,10 +267,8 @@ class WeaviateStore:
 
         held = self._load_schema()
         if held is not None and reset:
-            try:
+            with translating(_db_error, "delete collection"):
                 self.client.collections.delete(self.name)
-            except Exception as exc:
-                raise _db_error("delete collection", exc) from None
             held = None
         if held is not None:
             error = model_mismatch(
@@ -352,14 +347,12 @@ class WeaviateStore:
         if not ids or self._load_schema() is None:
             return {}
         out: dict[str, Metadata] = {}
-        try:
+        with translating(_db_error, "fetch"):
             for start in range(0, len(ids), 100):
                 part = [chunk_uuid(i) for i in ids[start : start + 100]]
                 result = self.handle.query.fetch_objects(filters=Filter.by_id().contains_any(part), limit=len(part))
                 for obj in result.objects:
                     out[str(obj.properties[ID_PROPERTY])] = _metadata_of(obj.properties)
-        except Exception as exc:
-            raise _db_error("fetch", exc) from None
         return out
 
     def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None:
@@ -378,10 +371,8 @@ class WeaviateStore:
                 props[name] = value
             objects.append(DataObject(properties=props, uuid=chunk_uuid(cid), vector=matrix[i].tolist()))
         self._declare(declared)
-        try:
+        with translating(_db_error, "batch insert"):
             result = self.handle.data.insert_many(objects)
-        except Exception as exc:
-            raise _db_error("batch insert", exc) from None
         if result.errors:
             first = next(iter(result.errors.values()))
             raise DbError(
@@ -393,33 +384,27 @@ class WeaviateStore:
         self._require()
         ids: list[str] = []
         after: Any = None
-        try:
+        with translating(_db_error, "list"):
             while True:
                 page = self.handle.query.fetch_objects(limit=1000, after=after, return_properties=[ID_PROPERTY])
                 ids.extend(str(obj.properties[ID_PROPERTY]) for obj in page.objects)
                 if len(page.objects) < 1000:
                     break
                 after = page.objects[-1].uuid
-        except Exception as exc:
-            raise _db_error("list", exc) from None
         return sorted(ids)
 
     def delete(self, ids: list[str]) -> None:
         from weaviate.classes.query import Filter
 
-        try:
+        with translating(_db_error, "delete"):
             for start in range(0, len(ids), 1000):
                 part = [chunk_uuid(i) for i in ids[start : start + 1000]]
                 self.handle.data.delete_many(where=Filter.by_id().contains_any(part))
-        except Exception as exc:
-            raise _db_error("delete", exc) from None
 
     def count(self) -> int:
         self._require()
-        try:
+        with translating(_db_error, "count"):
             return int(self.handle.aggregate.over_all(total_count=True).total_count or 0)
-        except Exception as exc:
-            raise _db_error("count", exc) from None
 
     def query(self, vector: Vectors, top_k: int, where: dict[str, Any] | None = None) -> list[StoreHit]:
         from weaviate.classes.query import MetadataQuery
@@ -449,10 +434,8 @@ class WeaviateStore:
             )
 
         def run(n: int) -> list[StoreHit]:
-            try:
+            with translating(_db_error, "query"):
                 result = search(n)
-            except Exception as exc:
-                raise _db_error("query", exc) from None
             hits = []
             for obj in result.objects:
                 props = dict(obj.properties)
