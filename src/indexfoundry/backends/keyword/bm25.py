@@ -13,6 +13,7 @@ the files are written to a temporary sibling folder that is then renamed into pl
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from indexfoundry.errors import IndexFoundryError, NotFound
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.storage.atomic import atomic_write_json, read_json
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.memo import Memo
+from indexfoundry.storage.memo import Memo, memos_enabled
 
 KEYWORD_SCHEMA_VERSION = 1
 STOPWORDS = "en"
@@ -67,6 +68,44 @@ def tokenize(texts: list[str], stemmer: Any | None = None) -> list[list[str]]:
 _tokens: Memo[list[str]] = Memo(50_000)
 
 
+# bm25s.tokenize's default token pattern (what ``tokenize`` uses): two or more word characters.
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
+def corpus_token_ids(texts: list[str]) -> tuple[dict[str, int], list[list[int]]]:
+    """The keyword index's vocabulary (every token of ``texts`` and "", numbered in sorted order)
+    and each text's token ids: exactly ``tokenize``'s tokens. In one pass over the corpus: each
+    text's words are found once, each distinct word is stemmed once, and words become token ids
+    in numpy (``tokenize`` builds and copies a list of strings per text, then each is mapped).
+    With memos on (docs mode), texts seen before are not tokenized again (``tokenize``)."""
+    if memos_enabled():
+        corpus = tokenize(texts)
+        vocab = {token: i for i, token in enumerate(sorted({t for doc in corpus for t in doc} | {""}))}
+        return vocab, [[vocab[t] for t in doc] for doc in corpus]
+    from bm25s.tokenization import _infer_stopwords
+
+    words: dict[str, int] = {}  # each distinct lowercased word -> its number, in order of appearance
+    number = words.setdefault
+    lengths: list[int] = []
+    flat: list[int] = []
+    for text in texts:
+        found = _WORD.findall(text.lower())
+        lengths.append(len(found))
+        flat.extend([number(w, len(words)) for w in found])
+    stop = frozenset(_infer_stopwords(STOPWORDS))
+    kept = [w for w in words if w not in stop]
+    stem_of = dict(zip(kept, _stemmer().stemWords(kept), strict=True))
+    vocab = {token: i for i, token in enumerate(sorted(set(stem_of.values()) | {""}))}
+    # word number -> token id, -1 for a stopword (dropped, as bm25s drops it before stemming)
+    token_of = np.array([vocab[stem_of[w]] if w in stem_of else -1 for w in words], dtype=np.int64)
+    mapped = token_of[np.asarray(flat, dtype=np.int64)]
+    kept_mask = mapped >= 0
+    of_text = np.repeat(np.arange(len(texts)), np.asarray(lengths, dtype=np.int64))
+    counts = np.bincount(of_text[kept_mask], minlength=len(texts))
+    parts = np.split(mapped[kept_mask], np.cumsum(counts)[:-1])
+    return vocab, [part.tolist() for part in parts]
+
+
 def keyword_text(chunk: DocumentChunk) -> str:
     """What the keyword index sees for a chunk: the same text as the embedder."""
     return chunk.embedding_text()
@@ -86,9 +125,7 @@ def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[
     tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; the index folder gets normal permissions
     try:
         if ordered:
-            corpus = tokenize([keyword_text(c) for c in ordered])
-            vocab = {token: i for i, token in enumerate(sorted({t for doc in corpus for t in doc} | {""}))}
-            ids = [[vocab[t] for t in doc] for doc in corpus]
+            vocab, ids = corpus_token_ids([keyword_text(c) for c in ordered])
             retriever = bm25s.BM25(**BM25_PARAMS)
             retriever.index(Tokenized(ids=ids, vocab=vocab), show_progress=False)
             retriever.save(str(tmp), show_progress=False)

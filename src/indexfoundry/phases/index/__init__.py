@@ -427,14 +427,16 @@ def upsert_chunks(
             for part in batches:
                 store.upsert(part.ids, part.vectors, part.texts, part.metadatas)
                 task.advance(len(part.ids))
+    # One listing of the store after the writes both verifies them and finds what to prune: the
+    # run's ids it lacks are missing (a write that did not land), the others are stale (pruned once,
+    # in upsert and replace modes) or, in insert mode, another run's (counted as extra).
     wanted = set(ids)
-    stale: list[str] = []
-    if mode != "insert":
-        stale = sorted(set(store.all_ids()) - wanted)
-        if stale:
-            store.delete(stale)
     missing, extra = verify_ids(store, wanted)
-    if missing or (extra and mode != "insert"):
+    stale: list[str] = []
+    if mode != "insert" and extra:
+        stale, extra = extra, []
+        store.delete(stale)
+    if missing:
         raise DbError(
             f"vector store does not match the run after upsert: {len(missing)} missing, {len(extra)} extra ids",
             recoverable=True,

@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexfoundry.backends.keyword.bm25 import KeywordIndex, build_keyword_index
+from indexfoundry.backends.keyword.bm25 import KeywordIndex, build_keyword_index, corpus_token_ids, tokenize
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.storage.hashing import chunk_id_for, sha256_text
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.memo import disable_memos, enable_memos
 from tests.conftest import REPO
 
 TEXTS = {
@@ -116,3 +117,33 @@ def test_ties_at_the_top_k_cut_are_decided_by_chunk_id(tmp_path: Path):
     everything = index.search("widget", 100)
     assert [h.chunk_id for h in everything] == sorted(c.chunk_id for c in twins)
     assert index.search("widget", 2) == everything[:2]
+
+
+MIXED = [
+    "The Running DOGS ran; the dog runs, and runners_up ran_2 x y 42 4.2",
+    "",
+    "the and of a",  # only stopwords
+    "Caf\u00e9 na\u00efve stra\u00dfe \u0441\u043e\u0431\u0430\u043a\u0438 \u72ac\u304c\u8d70\u308b I'm isn't",
+    "The Running DOGS ran; the dog runs, and runners_up ran_2 x y 42 4.2",  # a duplicate text
+    "configuration configured configures CONFIGURING -- theme_colours",
+]
+
+
+def test_the_one_pass_corpus_tokenizer_gives_bm25s_tokens_and_the_memo_paths_ids(tmp_path: Path):
+    vocab, ids = corpus_token_ids(MIXED)
+    expected = tokenize(MIXED)  # bm25s.tokenize, text by text (memos off)
+    token = {number: t for t, number in vocab.items()}
+    assert [[token[i] for i in doc] for doc in ids] == expected
+    assert {"run", "dog", "runners_up", "ran_2", "42", "configur"} <= set(vocab)  # stemmed, words of 2+ chars
+    assert list(vocab) == sorted(vocab) and "" in vocab and ids[1] == [] and ids[2] == []
+    enable_memos()
+    try:
+        assert corpus_token_ids(MIXED) == (vocab, ids)  # docs mode's memo path: the same ids
+        chunks = [make_chunk(f"m{i}", text or "-") for i, text in enumerate(MIXED)]
+        build_keyword_index(layout_at(tmp_path / "memo"), chunks)
+    finally:
+        disable_memos()
+    build_keyword_index(layout_at(tmp_path / "plain"), chunks)
+    assert digest(layout_at(tmp_path / "memo").keyword_index_dir) == digest(
+        layout_at(tmp_path / "plain").keyword_index_dir
+    )
