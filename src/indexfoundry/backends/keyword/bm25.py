@@ -12,10 +12,13 @@ the files are written to a temporary sibling folder that is then renamed into pl
 
 from __future__ import annotations
 
+import array
+import itertools
 import os
 import re
 import shutil
 import tempfile
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,21 +87,23 @@ def corpus_token_ids(texts: list[str]) -> tuple[dict[str, int], list[list[int]]]
         return vocab, [[vocab[t] for t in doc] for doc in corpus]
     from bm25s.tokenization import _infer_stopwords
 
-    words: dict[str, int] = {}  # each distinct lowercased word -> its number, in order of appearance
-    number = words.setdefault
+    # Each distinct lowercased word -> its number, in order of appearance; numbered and looked up
+    # in C (a defaultdict whose factory counts) and kept as 8-byte ints, not a list of strings.
+    words: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+    number = words.__getitem__
     lengths: list[int] = []
-    flat: list[int] = []
+    flat = array.array("q")
     for text in texts:
         found = _WORD.findall(text.lower())
         lengths.append(len(found))
-        flat.extend([number(w, len(words)) for w in found])
+        flat.extend(map(number, found))
     stop = frozenset(_infer_stopwords(STOPWORDS))
     kept = [w for w in words if w not in stop]
     stem_of = dict(zip(kept, _stemmer().stemWords(kept), strict=True))
     vocab = {token: i for i, token in enumerate(sorted(set(stem_of.values()) | {""}))}
     # word number -> token id, -1 for a stopword (dropped, as bm25s drops it before stemming)
     token_of = np.array([vocab[stem_of[w]] if w in stem_of else -1 for w in words], dtype=np.int64)
-    mapped = token_of[np.asarray(flat, dtype=np.int64)]
+    mapped = token_of[np.frombuffer(flat, dtype=np.int64)] if flat else np.zeros(0, dtype=np.int64)
     kept_mask = mapped >= 0
     of_text = np.repeat(np.arange(len(texts)), np.asarray(lengths, dtype=np.int64))
     counts = np.bincount(of_text[kept_mask], minlength=len(texts))
