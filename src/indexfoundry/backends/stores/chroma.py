@@ -259,17 +259,13 @@ class ChromaStore:
         where = self._where(None)
         n = top_k
         while True:
-            try:
+            with translating(_db_error, "query"):
                 result = self.collection.query(
                     query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
                     n_results=n,
                     where=where,
                     include=["distances"],
                 )
-            except DbError:
-                raise
-            except Exception as exc:
-                raise _db_error("query", exc) from None
             ids = result["ids"][0]
             distances = result["distances"][0] if result.get("distances") else []
             kept = [
