@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from indexfoundry.backends.embedding.windows import model_window
 from indexfoundry.models.config import IndexConfig, NormalizeConfig
 from indexfoundry.phases.normalize.chunkers import Span, _trimmed, merge_atoms, split_atoms
+from indexfoundry.storage.memo import Memo, memos_enabled
 
 _SEPARATORS = ["\n\n", "\n", ". ", "; ", ", ", " "]
 # Part marker wide enough for any section: reserved while a split piece is measured.
@@ -126,10 +127,26 @@ def window_stats(window: TokenWindow | None, texts: list[str], split: int) -> di
     """``chunk_stats.json``'s window figures over the final chunks' embedded texts."""
     if window is None:
         return {}
-    counts = window.count(texts) if texts else []
+    counts = _counted(window, texts) if texts else []
     return {
         "token_window": window.describe(),
         "chunks_over_window": sum(1 for c in counts if c > window.max_tokens),
         "chunks_split_for_window": split,
         "max_embedded_tokens": max(counts, default=0),
     }
+
+
+# Token counts of embedded texts by tokenizer and text (storage/memo.py: on in docs mode), so a
+# refresh after one edit counts only the changed chunks' texts.
+_count_memo: Memo[int] = Memo(50_000)
+
+
+def _counted(window: TokenWindow, texts: list[str]) -> list[int]:
+    keys = [f"{window.tokenizer}\n{text}" for text in texts] if memos_enabled() else []
+    known = _count_memo.get_many(keys) if keys else {}
+    todo = [i for i in range(len(texts)) if not keys or keys[i] not in known]
+    fresh = window.count([texts[i] for i in todo]) if todo else []
+    counted = dict(zip(todo, fresh, strict=True))
+    if keys:
+        _count_memo.put_many({keys[i]: counted[i] for i in todo})
+    return [counted[i] if i in counted else known[keys[i]] for i in range(len(texts))]

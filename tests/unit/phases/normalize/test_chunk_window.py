@@ -97,3 +97,25 @@ def test_every_strategy_output_fits_after_fitting(strategy: str):
     spans = chunk_spans(text, [], NormalizeConfig(chunk_strategy=strategy, max_chars=2000, overlap_chars=0))
     fitted, _ = fit_spans(text, spans, WINDOW)
     assert max(words([embedded_text(s, text) for s in fitted])) <= WINDOW.max_tokens
+
+
+def test_with_memos_on_window_stats_count_only_texts_not_counted_before_and_give_the_same_figures():
+    from indexfoundry.storage.memo import disable_memos, enable_memos
+
+    counted: list[str] = []
+
+    def counting(texts: list[str]) -> list[int]:
+        counted.extend(texts)
+        return words(texts)
+
+    window = TokenWindow(max_tokens=5, tokenizer="words-counted", count=counting)
+    first, second = ["one two", "one two three four"], ["one two", "one two three four", "five six seven eight nine"]
+    plain = window_stats(window, second, 0)
+    enable_memos()
+    try:
+        counted.clear()
+        assert window_stats(window, first, 0)["chunks_over_window"] == 1
+        assert window_stats(window, second, 0) == plain
+    finally:
+        disable_memos()
+    assert counted == [*first, "five six seven eight nine"]  # the second call counted only the new text
