@@ -22,6 +22,7 @@ from typing import Any
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.embedding import LocalInt8Model, LocalModel, parse_embedding_model
+from indexfoundry.storage.memo import Memo, memos_enabled
 
 # all-MiniLM-L6-v2 (the ``local`` and ``local-int8`` models) reads 256 tokens.
 LOCAL_WINDOW = 256
@@ -109,4 +110,22 @@ def local_window_texts(max_tokens: int = LOCAL_WINDOW) -> Callable[[str, str], l
     from indexfoundry.backends.embedding.onnx_fp32 import _packaged_model_dir, tokenizer
 
     tok = tokenizer(_packaged_model_dir(), truncate=False)
-    return lambda embedded, body: window_texts(embedded, body, max_tokens, tok)
+
+    def split(embedded: str, body: str) -> list[str]:
+        # Memoized in docs mode (storage/memo.py): a refresh after one edit tokenizes only the
+        # changed chunks, not every long chunk of the folder again.
+        if not memos_enabled():
+            return window_texts(embedded, body, max_tokens, tok)
+        key = f"{max_tokens}\x00{embedded}\x00{body}"
+        known = _windows_memo.get_many([key])
+        if key in known:
+            return list(known[key])
+        texts = window_texts(embedded, body, max_tokens, tok)
+        _windows_memo.put_many({key: tuple(texts)})
+        return texts
+
+    return split
+
+
+# Window texts of the default model's chunks, by window size, embedded text and body.
+_windows_memo: Memo[tuple[str, ...]] = Memo(20_000)

@@ -57,3 +57,19 @@ def test_windows_are_deterministic_and_their_ids_name_the_chunk():
     wid = window_id("ab" * 32, 3)
     assert is_window(wid) and chunk_of(wid) == "ab" * 32 and window_number(wid) == 3
     assert not is_window("ab" * 32) and chunk_of("ab" * 32) == "ab" * 32 and window_number("ab" * 32) == 0
+
+
+def test_with_memos_on_a_chunks_windows_are_the_same_and_kept_for_the_next_refresh():
+    from indexfoundry.backends.embedding import windows
+    from indexfoundry.storage.memo import disable_memos, enable_memos
+
+    expected = window_texts(BODY, BODY, 256, TOK)
+    enable_memos()
+    try:
+        split = local_window_texts()
+        assert split(BODY, BODY) == expected
+        key = f"256\x00{BODY}\x00{BODY}"
+        assert windows._windows_memo.get_many([key]) == {key: tuple(expected)}
+        assert split(BODY, BODY) == expected  # from the memo
+    finally:
+        disable_memos()
