@@ -3,7 +3,7 @@
 Synthetic chunks (deterministic pseudo-random text) embedded with the ``hash`` embedder, written
 with the index phase's own ``upsert_chunks`` (existence check, batched writes, prune, verify),
 then queried with ``store.query`` (semantic top-10, no filter, and with a metadata filter).
-Each (store, size) runs in its own process so that peak memory (ru_maxrss) is its own.
+Each (store, size) runs in its own process so that peak memory (its own VmHWM, bench/memory.py) is its own.
 
     .venv/bin/python bench/index_bench.py --sizes 10000 100000 --stores chroma local qdrant milvus pgvector
 
@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import signal
 import subprocess
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from memory import peak_rss_mb  # bench/memory.py (the benches run as scripts: bench/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,7 +159,7 @@ def run_one(provider: str, size: int, queries: int) -> dict[str, Any]:
         "query_p95_ms": round(_percentile(plain, 95), 2),
         "filtered_p50_ms": round(_percentile(filtered, 50), 2),
         "filtered_p95_ms": round(_percentile(filtered, 95), 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from memory import peak_rss_mb  # bench/memory.py (the benches run as scripts: bench/ is on sys.path)
 
 from indexfoundry import api
 from indexfoundry.models.retrieval import SearchRequest
@@ -75,7 +75,7 @@ def main() -> None:
                 times.append((time.perf_counter() - t0) * 1000)
             result[f"{mode}_p50_ms"] = round(float(np.percentile(times, 50)), 2)
             result[f"{mode}_p95_ms"] = round(float(np.percentile(times, 95)), 2)
-        result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        result["peak_rss_mb"] = peak_rss_mb()
         print(json.dumps(result, indent=2))
 
 

@@ -1,8 +1,12 @@
 """Helpers for the hostile-input tests: run the pipeline in a child process and measure it.
 
-A child process gives each test its own peak-RSS figure (``ru_maxrss`` of that process
-only) and a wall-clock bound, so one test's allocations never leak into another's figure.
-Extraction workers are capped by ``extract.memory_mb`` (RLIMIT_AS) on top of that.
+A child process gives each test its own peak-RSS figure and a wall-clock bound, so one test's
+allocations never leak into another's figure. The figure is the child's ``VmHWM`` (the high-water
+mark of its own address space since ``exec``), not ``ru_maxrss``: Linux carries the parent's peak
+across fork and exec into the child's ``ru_maxrss``, so under a long pytest session that figure is
+the test runner's memory, not the pipeline's. Extraction workers are capped by
+``extract.memory_mb`` (RLIMIT_AS) on top of that, and the child reports which document parsers it
+imported itself, so a test can show that hostile bytes were parsed only inside those workers.
 """
 
 from __future__ import annotations
@@ -25,12 +29,22 @@ MB = 1024 * 1024
 
 _CHILD = r"""
 import json, resource, sys, time
+def peak_rss_mb():
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 from indexfoundry import api
 from indexfoundry.storage.layout import RunLayout
 start = time.monotonic()
 out = api.pipeline_run(sys.argv[1], runs_dir=sys.argv[2])
 seconds = time.monotonic() - start
 layout = RunLayout(__import__("pathlib").Path(sys.argv[2]) / out.run_id)
+PARSERS = {"pdfminer", "pypdfium2", "docx", "markdownify"}
 errors = []
 if layout.errors_log.is_file():
     errors = [json.loads(line) for line in layout.errors_log.read_text(encoding="utf-8").splitlines()]
@@ -38,7 +52,8 @@ print(json.dumps({
     "status": out.status,
     "run_id": out.run_id,
     "seconds": seconds,
-    "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "peak_rss_mb": peak_rss_mb(),
+    "parsers_loaded": sorted(m for m in sys.modules if m.split(".")[0] in PARSERS),
     "errors": errors,
     "chunks": out.summary.chunks_indexed,
 }))
@@ -52,9 +67,11 @@ class Measured:
     status: str
     run_id: str
     seconds: float
-    maxrss_mb: float
+    peak_rss_mb: float  # the pipeline process's own peak (VmHWM), workers not included
     errors: list[dict[str, Any]] = field(default_factory=list)
     chunks: int = 0
+    # Document-parser packages the pipeline process imported itself (the workers' are not counted).
+    parsers_loaded: list[str] = field(default_factory=list)
 
     def codes(self) -> dict[str, str]:
         """``{uri: code}`` of the recorded document errors."""

@@ -46,7 +46,7 @@ def test_links_out_of_the_root_devices_and_fifos_are_never_read(hostile_folder: 
     assert result.status in {"completed", "partial"}
     assert result.chunks > 0
     assert result.seconds < 60
-    assert result.maxrss_mb < 1000  # generous: the child imports the whole stack (~450 MB)
+    assert result.peak_rss_mb < 1000  # generous: the child imports the whole stack (~450 MB)
     # Links that cannot be resolved are reported, never followed; nothing else is an error.
     assert set(result.codes().values()) <= {"PARSE_ERROR"}
     assert set(result.codes()) <= {"docs/dangling.md", "docs/loop-a.md", "docs/loop-b.md"}

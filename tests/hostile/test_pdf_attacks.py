@@ -1,6 +1,8 @@
 """Hostile PDFs — page-tree loops, claims of millions of pages, deep nesting, pages that take
 too long — fail alone in their extraction worker (PARSE_ERROR, with the time limit named when
-it was the limit) while the rest of the run goes on, in bounded time and memory."""
+it was the limit) while the rest of the run goes on, in bounded time and memory. The pipeline
+process itself never parses a PDF: its peak stays that of a run of plain markdown, and it never
+imports a PDF parser (those run only inside the limited workers)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ def test_looping_huge_and_deeply_nested_pdfs_fail_alone_in_bounded_time_and_memo
     # The one real page of "millions.pdf" is either extracted or the claim is refused; no ten-million-page loop.
     assert codes.get("docs/millions.pdf") in {None, "PARSE_ERROR"}
     assert result.seconds < 180
-    assert result.maxrss_mb < 700
+    assert result.peak_rss_mb < 500  # a one-markdown-file run peaks at ~250 MB
+    assert not pdf_parsers(result.parsers_loaded)
 
 
 @pytest.mark.slow
@@ -47,4 +50,9 @@ def test_a_pdf_slower_than_the_time_limit_is_killed_reported_and_the_worker_repl
     assert result.status == "partial"
     assert result.chunks > 0  # documents after the killed one were extracted by a fresh worker
     assert result.seconds < 120
-    assert result.maxrss_mb < 700
+    assert result.peak_rss_mb < 500
+    assert not pdf_parsers(result.parsers_loaded)
+
+
+def pdf_parsers(modules: list[str]) -> list[str]:
+    return [m for m in modules if m.split(".")[0] in {"pdfminer", "pypdfium2"}]

@@ -156,7 +156,7 @@ def test_xml_attacks_in_html_and_docx_fail_cleanly_or_parse_harmlessly_and_never
     assert result.seconds < 300
     # The parent never inflates the 2 GB bomb (workers are capped at 512 MB). The bound is loose: the
     # parent's own peak varies with load and the phases' models (210 MB to 792 MB observed for this folder).
-    assert result.maxrss_mb < 1200
+    assert result.peak_rss_mb < 1200
     run_root = runs_dir / result.run_id
     for path, data in everything_written(run_root):
         assert SECRET.encode() not in data, f"{path} holds the content of a local file read through an entity"
