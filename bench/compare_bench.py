@@ -1,4 +1,4 @@
-"""IndexFoundry vs LangChain's indexing API vs LlamaIndex's IngestionPipeline (issue 19).
+"""IndexFoundry vs LangChain's indexing API vs LlamaIndex's IngestionPipeline.
 
 Same corpus (every ``*.md`` of ``../shared/corpora/markdown``: 100 files, 96 documents after
 IndexFoundry's duplicate check), same model folder (the packaged all-MiniLM-L6-v2 of

@@ -1,4 +1,4 @@
-"""Docs mode: edit → searchable latency of ``indexfoundry mcp --docs`` (issue 19).
+"""Docs mode: edit → searchable latency of ``indexfoundry mcp --docs``.
 
 Starts the real server over stdio with the official MCP SDK client on a copy of a docs folder
 (default: the mkdocs 1.4.2 docs), waits for the first build, then ``--edits`` times: writes a

@@ -1,4 +1,4 @@
-"""Docs mode: profile one edit -> searchable refresh in one warm process (issue 19).
+"""Docs mode: profile one edit -> searchable refresh in one warm process.
 
 What ``indexfoundry mcp --docs`` does for an edit, without the MCP transport: a ``DocsIndex``
 over a copy of a docs folder (default: the mkdocs 1.4.2 docs) builds its first run, takes

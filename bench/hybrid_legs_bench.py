@@ -1,4 +1,4 @@
-"""Hybrid search at N chunks, leg by leg (issue 19): semantic top-10 and top-50, keyword top-50,
+"""Hybrid search at N chunks, leg by leg: semantic top-10 and top-50, keyword top-50,
 the fusion, hybrid threaded and with its legs one after the other, and Chroma's own query.
 
 Builds (once, kept in FOLDER) the synthetic run of ``bench/search_bench.py`` (hash embedder,

@@ -1,4 +1,4 @@
-"""Ids and names are validated by full matches (issue 20, finding 6): a run id with a trailing
+"""Ids and names are validated by full matches: a run id with a trailing
 newline passed ``re.match`` with ``$`` and created a folder named ``<uuid>\\n``. Every
 validator refuses trailing and leading newlines, carriage returns and spaces, through the
 library, the tool schemas (MCP) and HTTP."""

@@ -1,6 +1,6 @@
 """Hostile documents against normalize: one-line texts of every format and whitespace-heavy
 texts finish in time linear in their size and memory bounded by design, or fail alone with
-their code under the per-document limits (issue 20, findings 3 and 4)."""
+their code under the per-document limits."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _document(text: str) -> ExtractedDocument:
 
 
 def test_positions_of_chunks_in_a_20_mb_one_line_text_are_found_in_linear_time():
-    # Re-encoding from the line start on every lookup took ~57 s for 20 MB (issue 20, finding 3).
+    # Re-encoding from the line start on every lookup once took ~57 s for 20 MB.
     text = one_line_words(20 * MB)
     spans = chunk_spans(text, [], NormalizeConfig(chunk_strategy="fixed_chars"))
     start = time.monotonic()
@@ -67,7 +67,7 @@ def test_chunk_records_of_a_one_line_text_carry_exact_byte_offsets():
         assert piece == chunk.content.text
 
 
-# ------------------------------------------------------------------ finding 4: chunker memory
+# ------------------------------------------------------------------ chunker memory
 def nested_list(size: int) -> str:
     """An indented nested list of ``size`` characters: line i is indented by 2*i spaces, so
     the deep lines are mostly indentation, longer than any chunk."""
@@ -94,8 +94,8 @@ WHITESPACE_HEAVY = {
 @pytest.mark.parametrize("strategy", ["recursive", "by_paragraph", "by_heading"])
 @pytest.mark.parametrize("shape", sorted(WHITESPACE_HEAVY))
 def test_whitespace_heavy_text_is_chunked_in_memory_bounded_by_its_chunks_not_its_separators(shape: str, strategy: str):
-    # One atom per separator made an indented list cost ~236 bytes per character (issue 20,
-    # finding 4): ~250 MB for this 1 MB. (by_page and fixed_chars share these splitters.)
+    # One atom per separator once made an indented list cost ~236 bytes per character:
+    # ~250 MB for this 1 MB. (by_page and fixed_chars share these splitters.)
     text = WHITESPACE_HEAVY[shape](MB)
     config = NormalizeConfig(chunk_strategy=strategy)  # type: ignore[arg-type]
     with bounded(seconds=60, peak_mb=25):
@@ -170,7 +170,7 @@ def test_a_document_that_chunks_past_the_memory_limit_fails_alone_with_chunk_err
     assert result.documents == 1
 
 
-# ------------------------------------------------------------------ the issue's two documents, end to end
+# ------------------------------------------------------------------ two huge documents, end to end
 def _indented_list_file(path: Path, size: int) -> None:
     with path.open("w", encoding="utf-8") as handle:
         written = depth = 0
@@ -200,7 +200,7 @@ DOCUMENTS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DOCUMENTS))
-def test_the_issues_49_mb_one_line_and_36_mb_indented_documents_finish_or_fail_alone_in_2_minutes_and_2_gb(
+def test_a_49_mb_one_line_and_a_36_mb_indented_document_finish_or_fail_alone_in_2_minutes_and_2_gb(
     name: str, tmp_path: Path, runs_dir: Path
 ):
     folder = tmp_path / "docs"
@@ -221,7 +221,7 @@ def test_the_issues_49_mb_one_line_and_36_mb_indented_documents_finish_or_fail_a
     assert set(codes.values()) <= {"CHUNK_ERROR", "PARSE_ERROR"}, codes
     assert result.status in {"completed", "partial"}
     assert result.chunks > 0
-    # The issue's goal is 2 minutes on these 2 cores (measured: 118 s while the machine was busy);
+    # The goal is 2 minutes on these 2 cores (measured: 118 s while the machine was busy);
     # the bound is twice that so a CI machine shared with another job does not fail it.
     assert result.seconds < 240
     assert result.peak_rss_mb < 2048

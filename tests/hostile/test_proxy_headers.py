@@ -1,6 +1,6 @@
 """The rate limit and the request log believe X-Forwarded-For only from configured proxies
-(issue 20, finding 5): with uvicorn's default a loopback client set its own address per
-request and 30 of 30 rapid requests passed a 10-burst limit."""
+(with uvicorn's default, a loopback client set its own address per
+request and 30 of 30 rapid requests passed a 10-burst limit)."""
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def structured(result: CallToolResult) -> dict[str, Any]:
 
 
 def error_code(result: CallToolResult) -> str:
-    """The seed's ``error.code`` of a failed tool call."""
+    """The ``error.code`` of a failed tool call."""
     assert result.is_error, result.content
     data = structured(result)
     assert data["isError"] is True

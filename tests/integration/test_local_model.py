@@ -37,7 +37,7 @@ def test_default_model_finds_the_theme_pages_of_the_mkdocs_docs_and_embeds_every
     from indexfoundry.storage.atomic import iter_jsonl, read_json
     from indexfoundry.storage.layout import RunLayout
 
-    # The default config: most chunks are longer than the model's 256-token window (issue 19).
+    # The default config: most chunks are longer than the model's 256-token window.
     config = {
         "connect": {
             "sources": [{"type": "folder", "path": str(corpora / "markdown/mkdocs-1.4.2/docs"), "glob": "**/*.md"}]

@@ -1,6 +1,6 @@
 """An agent's context is precious: what `tools/list` costs, measured with the official SDK client.
 
-Budgets (issue 14): the docs-mode listing under 8,000 characters, the full listing under 40,000.
+Budgets: the docs-mode listing under 8,000 characters, the full listing under 40,000.
 Every argument another change adds to a docs tool (token budgets, cursors, library/version) is
 counted here too, so the budget keeps holding as the tools grow.
 """

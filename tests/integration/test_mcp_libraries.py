@@ -22,7 +22,7 @@ from tests.integration.connect_servers import send, serve_script
 from tests.integration.mcp_support import error_code, server_env, stdio_session, structured, texts
 
 TOOLS = {"list_libraries", "search_docs", "get_page", "get_section", "list_pages"}
-LISTING_BUDGET = 8000  # the docs-mode tool listing budget (issue 14)
+LISTING_BUDGET = 8000  # the docs-mode tool listing budget
 
 
 def _docs(root: Path, library: str, version: str) -> Path:
@@ -65,8 +65,8 @@ def test_two_libraries_with_two_versions_each_are_served_with_versions_ranges_an
         async with stdio_session(*args, cwd=tmp_path, env=server_env()) as session:
             listing = await session.list_tools()
             out["tools"] = {tool.name for tool in listing.tools}
-            # What an agent's context holds: names, descriptions, input schemas, annotations (output
-            # schemas are not listed to agents once issue 14's compact listing lands).
+            # What an agent's context holds: names, descriptions, input schemas, annotations (no output
+            # schemas: the compact listing leaves them out).
             out["listing_chars"] = sum(
                 len(json.dumps(t.model_dump(mode="json", exclude_none=True, exclude={"output_schema"})))
                 for t in listing.tools

@@ -1,4 +1,4 @@
-"""Reranking (the seed's ``reranker`` block) with each provider, over a real run.
+"""Reranking (the retrieval profile's ``reranker`` block) with each provider, over a real run.
 
 Cross-encoder: a real CrossEncoder folder built from the packaged MiniLM weights with a seeded
 head (tests/rerank_support.py). Cohere and the TEI/Infinity/Jina/vLLM shape: a local server

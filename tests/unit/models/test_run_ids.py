@@ -1,4 +1,4 @@
-"""One run-id type (issue 13): every tool names a run with ``models.ids.RunId`` (a run's own id)
+"""One run-id type: every tool names a run with ``models.ids.RunId`` (a run's own id)
 or ``RunRef`` (id, prefix or 'latest'), so the schemas agents read agree on what a run id is."""
 
 from __future__ import annotations

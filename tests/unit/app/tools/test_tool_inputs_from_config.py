@@ -1,4 +1,4 @@
-"""Tool inputs take their fields' constraints and defaults from the config models (issue 13):
+"""Tool inputs take their fields' constraints and defaults from the config models:
 a tool's schema and the config it fills cannot drift apart."""
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ def test_a_value_the_config_refuses_is_refused_by_the_tool_too():
 
 def test_config_field_keeps_the_seed_description_and_refuses_unknown_attributes():
     class Probe(Strict):
-        overlap: int = config_field(NormalizeConfig, "overlap_chars", description="the seed's words")
+        overlap: int = config_field(NormalizeConfig, "overlap_chars", description="the tool's own words")
 
-    assert Probe.model_json_schema()["properties"]["overlap"]["description"] == "the seed's words"
-    assert NormalizeConfig.model_fields["overlap_chars"].description != "the seed's words"
+    assert Probe.model_json_schema()["properties"]["overlap"]["description"] == "the tool's own words"
+    assert NormalizeConfig.model_fields["overlap_chars"].description != "the tool's own words"
     with pytest.raises(AttributeError):
         config_field(NormalizeConfig, "max_chars", not_an_attribute=1)

@@ -88,7 +88,7 @@ def test_a_registered_tool_is_exposed_with_its_input_schema_and_truthful_annotat
     tool, result = _call(server, {"run_id": RUN})
     assert tool.input_schema["additionalProperties"] is False
     assert set(tool.input_schema["properties"]) == {"run_id", "chunks_path", "path", "fail"}
-    assert tool.output_schema is None  # no agent needs it in its context (issue 14)
+    assert tool.output_schema is None  # no agent needs it in its context
     assert (tool.annotations.read_only_hint, tool.annotations.destructive_hint) == (False, True)
     assert (tool.annotations.idempotent_hint, tool.annotations.open_world_hint) == (False, False)
     assert not result.is_error
