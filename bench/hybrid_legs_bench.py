@@ -25,7 +25,8 @@ from search_bench import write_docs
 from indexfoundry import api
 from indexfoundry.backends.embedding.providers import embed_queries
 from indexfoundry.models.retrieval import SearchRequest
-from indexfoundry.retrieval.service import fuse, open_service
+from indexfoundry.retrieval.fusion import fuse
+from indexfoundry.retrieval.service import open_service
 from indexfoundry.storage.layout import RunLayout
 
 

@@ -29,9 +29,12 @@ from typing import Any, Protocol, TypeVar
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.embedding import LocalInt8Model, LocalModel, SentenceTransformersModel, parse_embedding_model
+from indexfoundry.models.retrieval import SearchRequest, SearchResult
 from indexfoundry.storage.hashing import canonical_json, sha256_text
 
 CURSOR_VERSION = 1
+# Budget of a search request that passes a cursor but no max_tokens.
+DEFAULT_MAX_TOKENS = 8000
 Item = TypeVar("Item")
 
 
@@ -232,3 +235,38 @@ def page_items(
             return page, used, (index, end)
         return page, used, ((index + 1, 0) if index + 1 < len(items) else None)
     return page, used, None
+
+
+# ---------------------------------------------------------------- one run's search answer
+def page_search(
+    request: SearchRequest, results: list[SearchResult], run_id: str, measure: Callable[[SearchResult], int]
+) -> tuple[list[SearchResult], int, str | None]:
+    """One page of a run's ``results`` for ``request``, within its ``max_tokens``.
+
+    Whole results as fit (``measure`` gives a result's tokens), a result that alone exceeds the
+    budget in parts (``text_range``), one per page. Returns (page, tokens used, next cursor or
+    None); the cursor is bound to the run and to the request (query, mode, top_k, offset, filters,
+    expand).
+    """
+    budget = request.max_tokens or DEFAULT_MAX_TOKENS
+    key = request_key(
+        "search",
+        request.query,
+        request.mode,
+        request.top_k,
+        request.offset,
+        [f.model_dump(mode="json") for f in request.filters],
+        request.expand,
+    )
+    at = decode_cursor(request.cursor, "search", run_id, key) if request.cursor else (0, 0)
+    page, used, next_at = page_items(results, at, budget, measure, _text_of, _part_of)
+    return page, used, None if next_at is None else encode_cursor("search", run_id, key, *next_at)
+
+
+def _text_of(result: SearchResult) -> str:
+    return result.text
+
+
+def _part_of(result: SearchResult, start: int, end: int) -> SearchResult:
+    """``result`` with only ``text[start:end]``, saying which part it is (``text_range``)."""
+    return result.model_copy(update={"text": result.text[start:end], "text_range": (start, end)})

@@ -37,7 +37,6 @@ from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import (
     SCORE_MEANING,
     ExpandMode,
-    HybridConfig,
     RerankerConfig,
     RetrievalProfile,
     SearchFilter,
@@ -48,16 +47,10 @@ from indexfoundry.models.retrieval import (
 )
 from indexfoundry.phases.index import open_run_store
 from indexfoundry.phases.serve import default_profile
-from indexfoundry.retrieval.budget import (
-    TokenCounter,
-    counter_for,
-    decode_cursor,
-    encode_cursor,
-    page_items,
-    request_key,
-)
+from indexfoundry.retrieval.budget import TokenCounter, counter_for, page_search
 from indexfoundry.retrieval.expand import Expander
 from indexfoundry.retrieval.filters import check_filters, matches, needs_post_filter, store_where
+from indexfoundry.retrieval.fusion import Ranked, fuse
 from indexfoundry.storage.artifacts import read_artifact
 from indexfoundry.storage.atomic import read_json
 from indexfoundry.storage.hashing import canonical_json
@@ -72,80 +65,10 @@ _LIST_FIELDS = frozenset({"metadata.tags"})
 _MASK_CACHE_SIZE = 32
 # Reranked candidate lists kept per (query, mode, filters): paging with a cursor reranks once.
 _RERANK_CACHE_SIZE = 32
-# Budget of a request that passes a cursor but no max_tokens.
-DEFAULT_MAX_TOKENS = 8000
 
-Ranked = list[tuple[str, float]]
 # (chunk id, retrieval score, rerank score or None), best first.
 Reranked = list[tuple[str, float, float | None]]
 log = logging.getLogger(__name__)
-
-
-def _relative(ranking: Ranked) -> dict[str, float]:
-    """Each score as a share of the list's best score (min-max when the best is not positive)."""
-    top = max((s for _, s in ranking), default=0.0)
-    if top <= 0:
-        return _min_max(ranking)
-    return {cid: max(s, 0.0) / top for cid, s in ranking}
-
-
-def _tie_breaks(rankings: list[Ranked]) -> dict[str, tuple[int, float]]:
-    """Per chunk: its best rank in any single list, and minus the sum of its scores relative to
-    each list's best. Sorting fused ties by these puts first the chunk one mode ranked better,
-    and at equal best ranks the one closer to the top of both lists (the clearer lead)."""
-    best: dict[str, int] = {}
-    strength: dict[str, float] = {}
-    for ranking in rankings:
-        normalised = _relative(ranking)
-        for rank, (cid, _score) in enumerate(ranking, start=1):
-            best[cid] = min(best.get(cid, rank), rank)
-            strength[cid] = strength.get(cid, 0.0) + normalised[cid]
-    return {cid: (best[cid], -round(strength[cid], 9)) for cid in best}
-
-
-def _sorted_fused(fused: dict[str, float], rankings: list[Ranked]) -> Ranked:
-    """Best fused score first; ties (compared at 1e-9) by ``_tie_breaks``, then by chunk id."""
-    ties = _tie_breaks(rankings)
-    return sorted(fused.items(), key=lambda item: (-round(item[1], 9), *ties[item[0]], item[0]))
-
-
-def rrf_fuse(rankings: list[Ranked], k: int) -> Ranked:
-    """Reciprocal rank fusion: each list adds ``1 / (k + rank)`` (rank from 1) to its chunks."""
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, (cid, _score) in enumerate(ranking, start=1):
-            fused[cid] = fused.get(cid, 0.0) + 1.0 / (k + rank)
-    return _sorted_fused(fused, rankings)
-
-
-def _min_max(ranking: Ranked) -> dict[str, float]:
-    if not ranking:
-        return {}
-    scores = [s for _, s in ranking]
-    low, high = min(scores), max(scores)
-    if high == low:
-        return {cid: 1.0 for cid, _ in ranking}
-    return {cid: (s - low) / (high - low) for cid, s in ranking}
-
-
-def weighted_fuse(semantic: Ranked, keyword: Ranked, alpha: float) -> Ranked:
-    """``alpha`` × normalised semantic score + (1 − ``alpha``) × normalised keyword score.
-
-    Each list's scores are min-max normalised over its own candidates; a chunk missing from a
-    list gets 0 from it.
-    """
-    sem, kw = _min_max(semantic), _min_max(keyword)
-    fused = {cid: alpha * sem.get(cid, 0.0) + (1 - alpha) * kw.get(cid, 0.0) for cid in sem.keys() | kw.keys()}
-    # Only a list with weight can break a tie (alpha 1 orders exactly as semantic search).
-    weighted = [ranking for ranking, weight in ((semantic, alpha), (keyword, 1 - alpha)) if weight > 0]
-    return _sorted_fused(fused, weighted)
-
-
-def fuse(semantic: Ranked, keyword: Ranked, config: HybridConfig) -> Ranked:
-    """Fuse a semantic and a keyword ranking as the profile's hybrid config says."""
-    if config.fusion_method == "weighted_sum":
-        return weighted_fuse(semantic, keyword, config.alpha)
-    return rrf_fuse([semantic, keyword], config.rrf_k)
 
 
 # Chunk records by their chunks.jsonl line (storage/memo.py: on in docs mode only). A run rebuilt
@@ -518,26 +441,14 @@ class SearchService:
 
         A result that alone exceeds the budget comes in parts (``text_range``), one per page.
         """
-        measure = cost or self.result_tokens
-        budget = request.max_tokens or DEFAULT_MAX_TOKENS
-        key = request_key(
-            "search",
-            request.query,
-            request.mode,
-            request.top_k,
-            request.offset,
-            [f.model_dump(mode="json") for f in request.filters],
-            request.expand,
-        )
-        at = decode_cursor(request.cursor, "search", self.run_id, key) if request.cursor else (0, 0)
         # Expanded over the whole answer: merging adjacent hits must not depend on the page.
         results = self._results(answer, request.expand)
-        page, used, next_at = page_items(results, at, budget, measure, _text_of, _part_of)
+        page, used, next_cursor = page_search(request, results, self.run_id, cost or self.result_tokens)
         response.results = page
         response.tokens = used
         response.token_counter = self.token_counter.name
-        if next_at is not None:
-            response.next_cursor = encode_cursor("search", self.run_id, key, *next_at)
+        if next_cursor is not None:
+            response.next_cursor = next_cursor
         return response
 
     def score_meaning(self, mode: SearchMode) -> str:
@@ -549,15 +460,6 @@ class SearchService:
                 "BM25 (0..1)"
             )
         return SCORE_MEANING[mode]
-
-
-def _text_of(result: SearchResult) -> str:
-    return result.text
-
-
-def _part_of(result: SearchResult, start: int, end: int) -> SearchResult:
-    """``result`` with only ``text[start:end]``, saying which part it is (``text_range``)."""
-    return result.model_copy(update={"text": result.text[start:end], "text_range": (start, end)})
 
 
 def close_service(service: SearchService) -> None:

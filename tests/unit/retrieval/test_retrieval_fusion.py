@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from indexfoundry.models.retrieval import HybridConfig
-from indexfoundry.retrieval.service import fuse, rrf_fuse, weighted_fuse
+from indexfoundry.retrieval.fusion import fuse, rrf_fuse, weighted_fuse
 
 
 def test_rrf_adds_one_over_k_plus_rank_from_each_list():
