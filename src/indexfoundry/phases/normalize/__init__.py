@@ -28,9 +28,10 @@ from indexfoundry.phases.normalize.build import (
     chunk_stats,
     chunker_config,
 )
-from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
+from indexfoundry.phases.normalize.chunkers import chunk_spans
 from indexfoundry.phases.normalize.dedupe import dedupe_chunks, no_dedupe_report
 from indexfoundry.phases.normalize.enrich import effective_rules, enrich_chunks
+from indexfoundry.phases.normalize.packing import Span
 from indexfoundry.phases.normalize.window import token_window, window_stats, windows_embedded
 from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl

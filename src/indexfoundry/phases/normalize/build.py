@@ -28,7 +28,8 @@ from indexfoundry.models.records import (
 )
 from indexfoundry.phases.base import LazyItems
 from indexfoundry.phases.isolation import Limits, Stopped, default_workers, preload, run_isolated
-from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
+from indexfoundry.phases.normalize.chunkers import chunk_spans
+from indexfoundry.phases.normalize.packing import Span
 from indexfoundry.phases.normalize.positions import TextPositions
 from indexfoundry.phases.normalize.window import TokenWindow, fit_spans
 from indexfoundry.storage.atomic import iter_jsonl

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from indexfoundry.backends.embedding.windows import model_window
 from indexfoundry.models.config import IndexConfig, NormalizeConfig
-from indexfoundry.phases.normalize.chunkers import Span, _trimmed, merge_atoms, split_atoms
+from indexfoundry.phases.normalize.packing import Span, merge_atoms, split_atoms, trimmed
 from indexfoundry.storage.memo import Memo, memos_enabled
 
 _SEPARATORS = ["\n\n", "\n", ". ", "; ", ", ", " "]
@@ -76,7 +76,7 @@ def _split(text: str, span: Span, tokens: int, window: TokenWindow) -> list[Span
     body = span.end - span.start
     limit = max(_MIN_PIECE_CHARS, min(body - 1, int(body * window.max_tokens / tokens * 0.9)))
     merged = merge_atoms(split_atoms(text, span.start, span.end, _SEPARATORS, limit), limit, 0)
-    pieces = _trimmed(text, [replace(span, start=s, end=e, hard_cut=span.hard_cut or h) for s, e, h in merged])
+    pieces = trimmed(text, [replace(span, start=s, end=e, hard_cut=span.hard_cut or h) for s, e, h in merged])
     part = _WIDE_PART if span.heading_path else None
     counts = window.count([embedded_text(p, text, part) for p in pieces])
     out: list[Span] = []

@@ -12,7 +12,8 @@ from indexfoundry.models.config import NormalizeConfig
 from indexfoundry.models.records import ExtractedDocument, PageExtraction
 from indexfoundry.phases.extract.markdown import find_headings
 from indexfoundry.phases.normalize.build import build_chunks
-from indexfoundry.phases.normalize.chunkers import PAGE_JOINER, Span, chunk_spans
+from indexfoundry.phases.normalize.chunkers import PAGE_JOINER, chunk_spans
+from indexfoundry.phases.normalize.packing import Span
 
 WORDS = [
     "alpha",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from indexfoundry.models.config import IndexConfig, NormalizeConfig
-from indexfoundry.phases.normalize.chunkers import Span, chunk_spans
+from indexfoundry.phases.normalize.chunkers import chunk_spans
+from indexfoundry.phases.normalize.packing import Span
 from indexfoundry.phases.normalize.window import (
     TokenWindow,
     embedded_text,
