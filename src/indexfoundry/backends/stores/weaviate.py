@@ -15,14 +15,15 @@ metadata key is a property per value type — ``m<t|i|n|b>_<encoded key>`` for t
 and boolean values, the key encoded reversibly into Weaviate's ``[_0-9a-z]`` names
 (``source.uri`` → ``mt_source_duri``) — declared before the first object that uses it, so a
 key may hold values of several types across chunks. The embedding model and dimensions are the
-collection's description.
+collection's description. (The names: ``weaviate_schema.py``.)
 
 Filters go to Weaviate as its own filters (``$eq $ne $gt $gte $lt $lte $in $nin $and $or``;
 a missing field never matches, so ``$ne``/``$nin`` add "has a value": ``like('*')`` on text, a
 range every value meets on numbers); what cannot be sent exactly (ranges on text,
 ``$contains``, boolean values: weaviate-client 4.15 under protobuf 7 cannot encode a boolean
 filter value) is left out of the pushed filter, which only loosens it, and every hit is
-re-checked with the shared rule (``stores.matches``), fetching more until ``top_k`` pass.
+re-checked with the shared rule (``stores.matches``), fetching more until ``top_k`` pass. (The
+translation: ``weaviate_filters.py``.)
 
 Tested against a local emulator of Weaviate's REST and gRPC APIs
 (``tests/emulators/weaviate.py``), not a live Weaviate server.
@@ -31,10 +32,6 @@ Tested against a local emulator of Weaviate's REST and gRPC APIs
 from __future__ import annotations
 
 import json
-import math
-import re
-import sys
-import uuid as uuid_lib
 from typing import Any
 from urllib.parse import urlparse
 
@@ -42,9 +39,6 @@ import numpy as np
 
 from indexfoundry.backends.embedding.providers import Vectors
 from indexfoundry.backends.stores import (
-    Compare,
-    Filter,
-    Logic,
     Metadata,
     StoreHit,
     checked_query,
@@ -54,89 +48,22 @@ from indexfoundry.backends.stores import (
     store_error,
     translating,
 )
+from indexfoundry.backends.stores.weaviate_filters import filter_fields, to_filter
+from indexfoundry.backends.stores.weaviate_schema import (
+    ID_PROPERTY,
+    TEXT_PROPERTY,
+    TYPES,
+    chunk_uuid,
+    collection_name,
+    metadata_of,
+    property_name,
+    typed_properties,
+)
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.storage.hashing import sha256_text
 
-ID_PROPERTY = "if_chunk_id"
-TEXT_PROPERTY = "if_text"
 # Weaviate's QUERY_MAXIMUM_RESULTS default: no query or delete reaches further.
 MAX_RESULTS = 10_000
-# A uuid no chunk has (chunk uuids are uuid5): a filter that matches nothing.
-_NO_OBJECT = "00000000-0000-0000-0000-000000000000"
-_UUID_NAMESPACE = uuid_lib.UUID("6f1c7c1e-5d1a-4a59-9d6b-3f1f0e0c2a11")
-_SLUG = re.compile(r"[^a-z0-9]+")
-_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-# Value type tags of metadata properties: tag -> Weaviate data type.
-_TYPES = {"t": "text", "i": "int", "n": "number", "b": "boolean"}
-
-
-def collection_name(collection: str, namespace: str | None) -> str:
-    """The Weaviate collection of one IndexFoundry collection and namespace."""
-    readable = _SLUG.sub("_", collection.lower()).strip("_")[:40] or "x"
-    if namespace:
-        readable += "_" + (_SLUG.sub("_", namespace.lower()).strip("_")[:20] or "x")
-    return f"If_{readable}_{sha256_text(collection + chr(0) + (namespace or ''))[:8]}"
-
-
-def chunk_uuid(chunk_id: str) -> str:
-    return str(uuid_lib.uuid5(_UUID_NAMESPACE, chunk_id))
-
-
-def encode_key(key: str) -> str:
-    """A metadata key as the tail of a Weaviate property name, reversibly."""
-    out = []
-    for ch in key:
-        if ch in _PLAIN:
-            out.append(ch)
-        elif ch == ".":
-            out.append("_d")
-        elif ch == "_":
-            out.append("_u")
-        else:
-            out.append(f"_x{ord(ch):06x}")
-    return "".join(out)
-
-
-def decode_key(encoded: str) -> str:
-    out = []
-    i = 0
-    while i < len(encoded):
-        ch = encoded[i]
-        if ch != "_":
-            out.append(ch)
-            i += 1
-            continue
-        tag = encoded[i + 1]
-        if tag == "x":
-            out.append(chr(int(encoded[i + 2 : i + 8], 16)))
-            i += 8
-        else:
-            out.append("." if tag == "d" else "_")
-            i += 2
-    return "".join(out)
-
-
-def _tag(value: Any) -> str:
-    if isinstance(value, bool):
-        return "b"
-    if isinstance(value, int):
-        return "i"
-    if isinstance(value, float):
-        return "n"
-    return "t"
-
-
-def property_name(key: str, value: Any) -> str:
-    return f"m{_tag(value)}_{encode_key(key)}"
-
-
-def _metadata_of(properties: dict[str, Any]) -> Metadata:
-    out: Metadata = {}
-    for name, value in properties.items():
-        if len(name) > 3 and name[0] == "m" and name[1] in _TYPES and name[2] == "_" and value is not None:
-            out[decode_key(name[3:])] = value
-    return out
 
 
 def _transient(exc: BaseException) -> bool:
@@ -352,7 +279,7 @@ class WeaviateStore:
                 part = [chunk_uuid(i) for i in ids[start : start + 100]]
                 result = self.handle.query.fetch_objects(filters=Filter.by_id().contains_any(part), limit=len(part))
                 for obj in result.objects:
-                    out[str(obj.properties[ID_PROPERTY])] = _metadata_of(obj.properties)
+                    out[str(obj.properties[ID_PROPERTY])] = metadata_of(obj.properties)
         return out
 
     def upsert(self, ids: list[str], vectors: Vectors, texts: list[str] | None, metadatas: list[Metadata]) -> None:
@@ -367,7 +294,7 @@ class WeaviateStore:
                 props[TEXT_PROPERTY] = texts[i]
             for key, value in metadatas[i].items():
                 name = property_name(key, value)
-                declared[name] = _TYPES[name[1]]
+                declared[name] = TYPES[name[1]]
                 props[name] = value
             objects.append(DataObject(properties=props, uuid=chunk_uuid(cid), vector=matrix[i].tolist()))
         self._declare(declared)
@@ -412,9 +339,9 @@ class WeaviateStore:
         flt = parse_where(where)
         # The schema is read once per store (a served run asks many queries), and again when the
         # filter names a field it does not know (another writer may have added its property).
-        if not self._properties or any(not self._typed(f) for f in _fields(flt)):
+        if not self._properties or any(not typed_properties(f, self._properties) for f in filter_fields(flt)):
             self._require()
-        pushed = [self._to_filter(flt)]
+        pushed = [to_filter(flt, self._properties)]
         q = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
 
         def search(n: int) -> Any:
@@ -428,7 +355,7 @@ class WeaviateStore:
             # Refused: the schema may have changed under a long-lived reader (a replace run
             # recreated the collection): read it again and ask once more.
             self._require()
-            pushed[0] = self._to_filter(flt)
+            pushed[0] = to_filter(flt, self._properties)
             return self.handle.query.near_vector(
                 near_vector=q, limit=n, filters=pushed[0], return_metadata=MetadataQuery(distance=True)
             )
@@ -445,7 +372,7 @@ class WeaviateStore:
                         id=str(props.get(ID_PROPERTY)),
                         score=1.0 - distance,
                         text=props.get(TEXT_PROPERTY),
-                        metadata=_metadata_of(props),
+                        metadata=metadata_of(props),
                     )
                 )
             return hits
@@ -457,130 +384,3 @@ class WeaviateStore:
 
     def close(self) -> None:
         self.client.close()
-
-    # ------------------------------------------------------------ filters
-    def _typed(self, field: str) -> dict[str, str]:
-        """tag -> property name of ``field``'s properties the collection has."""
-        tail = encode_key(field)
-        return {tag: f"m{tag}_{tail}" for tag in _TYPES if f"m{tag}_{tail}" in self._properties}
-
-    def _to_filter(self, flt: Filter | None) -> Any:
-        """The Weaviate filter for ``flt``, or None when nothing is pushed (the hits are re-checked)."""
-        from weaviate.classes.query import Filter as W
-
-        if flt is None:
-            return None
-        if isinstance(flt, Logic):
-            parts = [self._to_filter(p) for p in flt.parts]
-            if flt.op == "$and":
-                kept = [p for p in parts if p is not None]
-                return None if not kept else kept[0] if len(kept) == 1 else W.all_of(kept)
-            if any(p is None for p in parts):
-                return None
-            return parts[0] if len(parts) == 1 else W.any_of(parts)
-        assert isinstance(flt, Compare)
-        never = W.by_id().equal(_NO_OBJECT)
-        typed = self._typed(flt.field)
-        op, value = flt.op, flt.value
-        if op == "$contains":
-            return None
-        if op in ("$eq", "$in"):
-            options = []
-            for v in value if op == "$in" else [value]:
-                for tag, name in typed.items():
-                    if tag == "b" and isinstance(v, bool):
-                        return None  # the client cannot send a boolean filter value: re-checked
-                    cond = _equal(name, tag, v)
-                    if cond is not None:
-                        options.append(cond)
-            return _any(options) or never
-        if op in ("$ne", "$nin"):
-            excluded = value if op == "$nin" else [value]
-            options = []
-            for tag, name in typed.items():
-                if tag == "b":
-                    return None
-                parts = [_present(name, tag)]
-                parts += [cond for v in excluded if (cond := _equal(name, tag, v, negate=True)) is not None]
-                options.append(parts[0] if len(parts) == 1 else W.all_of(parts))
-            return _any(options) or never
-        # Ranges: numbers against int and number properties; never a boolean; text is re-checked.
-        if isinstance(value, bool):
-            return never
-        if isinstance(value, str):
-            return None
-        options = [cond for tag, name in typed.items() if (cond := _range(name, tag, op, value)) is not None]
-        return _any(options) or never
-
-
-def _fields(flt: Filter | None) -> set[str]:
-    if flt is None:
-        return set()
-    if isinstance(flt, Compare):
-        return {flt.field}
-    return {f for part in flt.parts for f in _fields(part)}
-
-
-def _any(options: list[Any]) -> Any:
-    from weaviate.classes.query import Filter as W
-
-    if not options:
-        return None
-    return options[0] if len(options) == 1 else W.any_of(options)
-
-
-def _present(name: str, tag: str) -> Any:
-    """``name`` has a value. Not ``is_none(False)``: weaviate-client 4.15 under protobuf 7 cannot
-    send a boolean filter value (it also fills ``value_int``), so a condition every value meets."""
-    from weaviate.classes.query import Filter as W
-
-    prop = W.by_property(name)
-    if tag == "t":
-        return prop.like("*")
-    if tag == "i":
-        return prop.greater_or_equal(-(2**63))
-    return prop.greater_or_equal(-sys.float_info.max)
-
-
-def _equal(name: str, tag: str, value: Any, negate: bool = False) -> Any:
-    """``name == value`` (or ``!=``) when a property of type ``tag`` (not boolean: see ``_present``)
-    can hold ``value``, else None."""
-    from weaviate.classes.query import Filter as W
-
-    prop = W.by_property(name)
-    if tag == "b":
-        return None
-    if tag == "t":
-        if not isinstance(value, str):
-            return None
-        return prop.not_equal(value) if negate else prop.equal(value)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if tag == "i":
-        if isinstance(value, float) and not value.is_integer():
-            return None  # an int never equals it (and always differs from it)
-        operand: int | float = int(value)
-    else:
-        operand = float(value)
-    return prop.not_equal(operand) if negate else prop.equal(operand)
-
-
-def _range(name: str, tag: str, op: str, value: int | float) -> Any:
-    from weaviate.classes.query import Filter as W
-
-    if tag not in ("i", "n"):
-        return None
-    prop = W.by_property(name)
-    operand: int | float
-    if tag == "n":
-        operand = float(value)
-    elif op in ("$gt", "$lte"):
-        operand = math.floor(value)
-    else:
-        operand = math.ceil(value)
-    return {
-        "$gt": prop.greater_than,
-        "$gte": prop.greater_or_equal,
-        "$lt": prop.less_than,
-        "$lte": prop.less_or_equal,
-    }[op](operand)
