@@ -140,7 +140,8 @@ def test_a_url_the_network_policy_refuses_is_an_error_not_a_request(tmp_path: Pa
 
 
 def test_results_carry_the_fetch_time_and_in_docs_mode_say_when_their_file_changed(tmp_path: Path):
-    from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, SearchDocsInput
+    from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools
+    from indexfoundry.surfaces.mcp.retrieval_models import SearchDocsInput
 
     docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
     runs = tmp_path / "runs"

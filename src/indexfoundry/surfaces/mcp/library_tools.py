@@ -18,7 +18,8 @@ from indexfoundry.models.base import Strict
 from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResult
 from indexfoundry.models.serve import LibraryVersionView
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
-from indexfoundry.surfaces.mcp.retrieval import (
+from indexfoundry.surfaces.mcp.retrieval import RetrievalTools
+from indexfoundry.surfaces.mcp.retrieval_models import (
     CURSOR_DESCRIPTION,
     PAGE_TOKENS,
     SEARCH_TOKENS,
@@ -28,7 +29,6 @@ from indexfoundry.surfaces.mcp.retrieval import (
     ListPagesInput,
     ListPagesOutput,
     PageOutput,
-    RetrievalTools,
     SectionOutput,
 )
 
