@@ -30,6 +30,7 @@ import httpx
 
 from indexfoundry import api
 from indexfoundry.models.config import RateLimitConfig
+from indexfoundry.surfaces.http.processes import serve_stop
 
 SECTIONS_PER_DOC = 10
 WORDS = [
@@ -166,7 +167,7 @@ def main() -> None:
             load(server.retrieval_endpoint, min(20, args.requests), 1)  # warm up
             report["hybrid_load"] = load(server.retrieval_endpoint, args.requests, args.concurrency)
         finally:
-            api.serve_stop(runs_dir=root / "runs", port=port)
+            serve_stop(runs_dir=root / "runs", port=port)
 
         limit = RateLimitConfig(requests_per_minute=args.rate_limit, burst=args.burst)
         port = free_port()
@@ -174,7 +175,7 @@ def main() -> None:
         try:
             report["rate_limiter"] = hold(server.retrieval_endpoint, args.limit_seconds, limit)
         finally:
-            api.serve_stop(runs_dir=root / "runs", port=port)
+            serve_stop(runs_dir=root / "runs", port=port)
     print(json.dumps(report, indent=2))
     if report["hybrid_load"]["errors"] or not report["rate_limiter"]["held"]:
         raise SystemExit(1)

@@ -35,18 +35,17 @@ if TYPE_CHECKING:
     from indexfoundry.app.runs import resolve_run_id as resolve_run_id
     from indexfoundry.app.runs import run_phase as run_phase
     from indexfoundry.app.runs import runs as runs
-    from indexfoundry.app.runs import runs_dir_for as runs_dir_for
     from indexfoundry.app.runs import serve_openapi as serve_openapi
     from indexfoundry.app.runs import serve_start as serve_start
     from indexfoundry.app.runs import status as status
     from indexfoundry.app.runs import validate_config as validate_config
     from indexfoundry.app.runs import with_execution as with_execution
+    from indexfoundry.app.serving import ServerRecords as ServerRecords
     from indexfoundry.app.tools.index import VerifyOutput
     from indexfoundry.app.tools.registry import ToolSpec as ToolSpec
-    from indexfoundry.models.config import RateLimitConfig
+    from indexfoundry.models.config import ServeConfig
     from indexfoundry.models.freshness import FreshnessReport as FreshnessReport
     from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
-    from indexfoundry.models.serve import ServerStatus, ServeStopOutput
     from indexfoundry.pipeline.diff import RunDiffOutput
     from indexfoundry.retrieval.budget import CharCounter as CharCounter
     from indexfoundry.retrieval.budget import TokenCounter as TokenCounter
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from indexfoundry.retrieval.service import SearchService
     from indexfoundry.storage.layout import RunLayout
     from indexfoundry.storage.layout import is_run_id as is_run_id
+    from indexfoundry.storage.layout import runs_dir_for as runs_dir_for
 
     # The metrics ``evaluate`` reports, in the order the CLI prints them.
     EVAL_METRICS: tuple[str, ...]
@@ -77,7 +77,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "resolve_run_id",
             "run_phase",
             "runs",
-            "runs_dir_for",
             "serve_openapi",
             "serve_start",
             "status",
@@ -99,7 +98,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "request_key",
         )
     },
-    "is_run_id": ("indexfoundry.storage.layout", "is_run_id"),
+    "ServerRecords": ("indexfoundry.app.serving", "ServerRecords"),
+    **{name: ("indexfoundry.storage.layout", name) for name in ("is_run_id", "runs_dir_for")},
     "DocsIndex": ("indexfoundry.app.docs_index", "DocsIndex"),
     **{
         name: ("indexfoundry.app.libraries", name)
@@ -123,7 +123,7 @@ def __dir__() -> list[str]:
 
 
 def _root(runs_dir: str | Path | None) -> Path:
-    from indexfoundry.app.runs import runs_dir_for
+    from indexfoundry.storage.layout import runs_dir_for
 
     return runs_dir_for(runs_dir)
 
@@ -242,74 +242,13 @@ def export_llms_txt(
 
 
 # ---------------------------------------------------------------- serve (HTTP API)
-def serve_foreground(
-    run_id: str,
-    *,
-    runs_dir: str | Path | None = None,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    cors_origins: list[str] | None = None,
-    rate_limit: RateLimitConfig | None = None,
-    log_requests: bool | None = None,
-) -> None:
-    """Run the HTTP API in this process until SIGINT/SIGTERM (graceful shutdown)."""
-    from indexfoundry.app import serving as control
+def served_settings(runs_dir: Path, run_spec: str) -> tuple[ServeConfig, dict[str, Any]]:
+    """What a server of ``run_spec`` serves with: its run's ``serve`` section (defaults for 'latest'
+    before any run completed), and what its retrieval profile adds (accepted filters, keys required).
+    The server processes themselves are the HTTP surface's (``surfaces/http/processes.py``)."""
+    from indexfoundry.app.serving import served_settings as settings
 
-    settings = control.http_settings(
-        _root(runs_dir),
-        run_id,
-        host=host,
-        port=port,
-        cors_origins=cors_origins,
-        rate_limit=rate_limit,
-        log_requests=log_requests,
-    )
-    control.run_server(settings)
-
-
-def serve_libraries(
-    libraries: list[str],
-    libraries_file: str | Path | None = None,
-    *,
-    runs_dir: str | Path | None = None,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    embedding_model: str = "local",
-    refresh_interval_s: float = 3600.0,
-    cors_origins: list[str] | None = None,
-    rate_limit: RateLimitConfig | None = None,
-    require_auth: bool = False,
-) -> None:
-    """Serve many libraries and versions over HTTP in this process (``NAME@VERSION=RUN_OR_CONFIG``
-    flags and/or a ``libraries.yaml``), until SIGINT/SIGTERM; see ``app.libraries``."""
-    from indexfoundry.app import serving as control
-
-    control.serve_libraries(
-        _root(runs_dir),
-        libraries,
-        Path(libraries_file).expanduser().resolve() if libraries_file is not None else None,
-        host=host,
-        port=port,
-        embedding_model=embedding_model,
-        refresh_interval_s=refresh_interval_s,
-        cors_origins=cors_origins,
-        rate_limit=rate_limit,
-        require_auth=require_auth,
-    )
-
-
-def serve_status(*, runs_dir: str | Path | None = None) -> list[ServerStatus]:
-    """HTTP servers running for this runs folder."""
-    from indexfoundry.app.serving import server_status
-
-    return server_status(_root(runs_dir))
-
-
-def serve_stop(*, runs_dir: str | Path | None = None, port: int | None = None) -> ServeStopOutput:
-    """Stop the server on ``port`` (default: all servers of this runs folder)."""
-    from indexfoundry.app.serving import stop_servers
-
-    return stop_servers(_root(runs_dir), port)
+    return settings(runs_dir, run_spec)
 
 
 # ---------------------------------------------------------------- the design's tools

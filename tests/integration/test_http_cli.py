@@ -18,6 +18,7 @@ from indexfoundry.app.tools.registry import call_tool, load_tools
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.pipeline.inuse import pid_alive, runs_in_use
 from indexfoundry.storage.layout import server_pid_file
+from indexfoundry.surfaces.http.processes import serve_stop
 from tests.integration.http_support import make_run
 
 
@@ -144,7 +145,7 @@ def test_serve_start_tool_starts_a_background_server_that_serve_stop_stops(runs)
         assert out["retrieval_endpoint"] == f"http://127.0.0.1:{port}/api/v1"
         assert httpx.get(out["retrieval_endpoint"] + "/health").json()["run_id"] == run_id
     finally:
-        stopped = api.serve_stop(runs_dir=runs_dir, port=port)
+        stopped = serve_stop(runs_dir=runs_dir, port=port)
     assert [s.pid for s in stopped.stopped] == [out["server"]["pid"]]
     assert not pid_alive(out["server"]["pid"]) or os.waitpid(out["server"]["pid"], os.WNOHANG) is not None
 
@@ -170,4 +171,4 @@ def test_pipeline_auto_start_serves_the_new_run_and_reports_its_endpoint(tmp_pat
         assert out.retrieval_endpoint == f"http://127.0.0.1:{port}/api/v1"
         assert httpx.get(out.retrieval_endpoint + "/health").json()["run_id"] == out.run_id
     finally:
-        api.serve_stop(runs_dir=runs_dir, port=port)
+        serve_stop(runs_dir=runs_dir, port=port)

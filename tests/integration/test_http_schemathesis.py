@@ -12,11 +12,11 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from indexfoundry.app.serving import http_settings
 from indexfoundry.models.config import RateLimitConfig, ServeConfig
 from indexfoundry.phases.serve import default_profile
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.http import HttpSettings, openapi_spec
+from indexfoundry.surfaces.http.processes import http_settings
 from tests.integration.http_support import LiveServer, make_run
 
 # Property-based requests against a live server: a heavy case, outside the fast tier.

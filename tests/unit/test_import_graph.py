@@ -1,9 +1,11 @@
-"""No import cycles between packages, counting every import (function-level and TYPE_CHECKING too).
+"""No import cycles between packages, nor between modules of different layers, counting every
+import (function-level and TYPE_CHECKING too).
 
-import-linter's layers contract (pyproject.toml, run by .ci/run) checks the direction of imports
-between the layers; this test checks the finer grain: between any two packages of ``src/`` (a
-top-level module such as ``api.py`` counts as its own package), there is no cycle, including the
-ones that imports inside functions hide from Python at import time.
+import-linter's layers contract (pyproject.toml, run by .ci/run, with no ignored imports) checks
+the direction of imports between the layers; this test checks the finer grain: between any two
+packages of ``src/`` (a top-level module such as ``api.py`` counts as its own package) there is no
+cycle, and no cycle of modules reaches across two layers, including the ones that imports inside
+functions hide from Python at import time.
 """
 
 from __future__ import annotations
@@ -13,10 +15,6 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 ROOT = "indexfoundry"
-
-# The one upward import left, mirrored from the ignore_imports of pyproject.toml's layers contract:
-# the server process (app/serving.py) runs the HTTP surface's app and writes its OpenAPI spec.
-KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({("indexfoundry.app", "indexfoundry.surfaces.http")})
 
 
 def _modules() -> dict[str, Path]:
@@ -68,9 +66,32 @@ def package_graph() -> dict[str, set[str]]:
         source = _node(module, modules)
         for target in _imports(module, path, modules):
             dest = _node(target, modules)
-            if dest != source and dest != ROOT and (source, dest) not in KNOWN_UPWARD:
+            if dest != source and dest != ROOT:
                 graph.setdefault(source, set()).add(dest)
     return graph
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Edges between modules: M -> N when M imports N (the root package, the version, left out)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        if module == ROOT:
+            continue
+        for target in _imports(module, path, modules):
+            if target not in (module, ROOT):
+                graph.setdefault(module, set()).add(target)
+    return graph
+
+
+def layer_of(module: str) -> str:
+    """The layer a module belongs to: the first name under the root (``indexfoundry.app.runs``: app)."""
+    return module.split(".")[1]
+
+
+def cross_layer_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles of ``graph`` whose modules belong to more than one layer."""
+    return [component for component in cycles(graph) if len({layer_of(m) for m in component}) > 1]
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -112,10 +133,28 @@ def test_no_import_cycle_between_packages_counting_function_level_imports() -> N
     assert cycles(package_graph()) == []
 
 
+def test_no_import_cycle_between_modules_of_different_layers() -> None:
+    assert cross_layer_cycles(module_graph()) == []
+
+
 def test_the_cycle_check_finds_a_cycle_hidden_in_a_function() -> None:
     # The checker itself must be able to fail: a two-package loop and a three-package loop.
     assert cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_layer_check_finds_a_cycle_across_layers_and_lets_one_inside_a_layer_pass() -> None:
+    across = {
+        "indexfoundry.app.a": {"indexfoundry.surfaces.http.b"},
+        "indexfoundry.surfaces.http.b": {"indexfoundry.api"},
+    }
+    across["indexfoundry.api"] = {"indexfoundry.app.a"}
+    assert cross_layer_cycles(across) == [["indexfoundry.api", "indexfoundry.app.a", "indexfoundry.surfaces.http.b"]]
+    inside = {
+        "indexfoundry.phases.x": {"indexfoundry.phases.x.y"},
+        "indexfoundry.phases.x.y": {"indexfoundry.phases.x"},
+    }
+    assert cross_layer_cycles(inside) == []
 
 
 def test_the_graph_sees_imports_inside_functions() -> None:

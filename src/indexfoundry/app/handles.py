@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexfoundry.app.runs import runs_dir_for
 from indexfoundry.errors import NotFound
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.manifests import RunManifest
@@ -38,7 +37,7 @@ from indexfoundry.retrieval.budget import decode_cursor, encode_cursor, fit_text
 from indexfoundry.retrieval.pages import RunView, page_key
 from indexfoundry.storage.atomic import append_ndjson
 from indexfoundry.storage.clock import utc_now
-from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.layout import RunLayout, runs_dir_for
 from indexfoundry.storage.manifest import load_manifest, load_run_config
 
 if TYPE_CHECKING:

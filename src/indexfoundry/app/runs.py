@@ -13,20 +13,25 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from indexfoundry.app.serving import start_background, write_openapi
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.models.config import (
+    ApiInfo,
     ExecutionConfig,
     GlobalConfig,
     PipelineConfig,
+    RateLimitConfig,
+    ServeEndpoint,
     load_global_config,
     load_pipeline_config,
     parse_pipeline_config,
 )
 from indexfoundry.models.manifests import PipelineRunOutput, RunManifest
+from indexfoundry.models.serve import ServeOpenapiOutput, ServeStartOutput
 from indexfoundry.pipeline.cleanup import RunCleanupOutput
 from indexfoundry.pipeline.diff import RunDiffOutput
 from indexfoundry.pipeline.executors import Executor, open_executor
@@ -39,23 +44,9 @@ from indexfoundry.pipeline.runs import (
     run_status,
 )
 from indexfoundry.pipeline.runs import resolve_run_id as resolve_run_id
-from indexfoundry.storage.layout import PHASES, RunLayout, resolve_runs_dir
+from indexfoundry.storage.layout import PHASES, RunLayout
+from indexfoundry.storage.layout import runs_dir_for as runs_dir_for
 from indexfoundry.storage.manifest import load_manifest, load_run_config
-
-if TYPE_CHECKING:
-    from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeEndpoint
-    from indexfoundry.models.serve import ServeOpenapiOutput, ServeStartOutput
-
-
-from indexfoundry.app.serving import start_background, write_openapi
-from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeEndpoint
-from indexfoundry.models.serve import ServeOpenapiOutput, ServeStartOutput
-
-
-def runs_dir_for(runs_dir: str | Path | None = None, global_config: GlobalConfig | None = None) -> Path:
-    """The runs folder: argument, $INDEXFOUNDRY_RUNS_DIR, global config, or ./runs."""
-    glob = global_config or load_global_config()
-    return resolve_runs_dir(runs_dir, glob.storage.runs_dir if glob.storage.runs_dir != "./runs" else None)
 
 
 def load_config(
@@ -340,8 +331,6 @@ def serve_openapi(
     include_schemas: bool = True,
 ) -> ServeOpenapiOutput:
     """The seed's serve_openapi: write ``served/openapi.json`` from the same app the server runs."""
-    from indexfoundry.app.serving import write_openapi
-
     root = runs_dir_for(runs_dir)
     layout = RunLayout.existing(root, resolve_run_id(root, run_id))
     return write_openapi(
@@ -361,8 +350,6 @@ def serve_start(
 ) -> ServeStartOutput:
     """The seed's serve_start: the HTTP API in a background process; returns once it answers.
     ``run_id`` may be 'latest': the server then switches to each newly completed run."""
-    from indexfoundry.app.serving import start_background
-
     return start_background(
         runs_dir_for(runs_dir),
         run_id,

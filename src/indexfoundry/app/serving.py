@@ -1,34 +1,31 @@
-"""Starting, finding and stopping HTTP servers, and writing the OpenAPI spec.
+"""What a server serves, where running servers are recorded, and the run's OpenAPI file.
 
-A server (foreground or background) records itself in ``<runs>/.servers/<port>.json`` while
-it runs, so ``serve status`` and ``serve stop`` can find it, and marks the run it serves as
-in use (``pipeline/inuse.py``) so ``run cleanup`` leaves that run alone.
+The HTTP server itself (its FastAPI app, the foreground, background and libraries server
+processes, ``serve status`` and ``serve stop``) is the HTTP surface's: ``surfaces/http/``. The
+use cases below the surfaces need two things from it: the OpenAPI spec generated from the app
+the server runs (the serve phase writes it to ``served/openapi.json``, so the spec and the
+server cannot disagree), and a server started in the background (``serve.auto_start``, the
+``indexfoundry_serve_start`` tool). They reach them through ``HttpSurface``, the one port of
+this layer onto a surface: the HTTP surface's implementation (``surfaces/http/provider.py``)
+is found by name, like a plugin entry point, the first time one is needed, so no module below
+the surfaces imports a surface and a library call of ``api.pipeline_run`` writes the same
+spec as the CLI. ``use_http_surface`` hands in another one.
+
+A server records itself in ``<runs>/.servers/<port>.json`` while it runs (``ServerRecords``), so
+``serve status`` and ``serve stop`` can find it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
+import pkgutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
+from indexfoundry.errors import RunNotFound
 from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeConfig, ServeEndpoint
 from indexfoundry.models.retrieval import RetrievalProfile
-from indexfoundry.models.serve import (
-    ServeOpenapiOutput,
-    ServerInfo,
-    ServerStatus,
-    ServeStartOutput,
-    ServeStopOutput,
-)
+from indexfoundry.models.serve import ServeOpenapiOutput, ServerInfo, ServeStartOutput
 from indexfoundry.pipeline.inuse import pid_alive
 from indexfoundry.pipeline.runs import LATEST, resolve_run_id
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_text, dump_json, read_json
@@ -37,15 +34,63 @@ from indexfoundry.storage.hashing import sha256_bytes
 from indexfoundry.storage.layout import RunLayout, server_pid_file, servers_dir
 from indexfoundry.storage.manifest import load_run_config
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 STARTUP_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 15.0
 
-# Background servers started by this process, so they can be reaped (no zombies) when stopped.
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-
-log = logging.getLogger("indexfoundry.http")
+# Where the HTTP surface's implementation of ``HttpSurface`` is (``pkgutil.resolve_name`` form).
+HTTP_SURFACE = "indexfoundry.surfaces.http.provider:HTTP_SURFACE"
 
 
+class HttpSurface(Protocol):
+    """What the use cases below the surfaces need from the HTTP surface."""
+
+    def openapi_spec(
+        self, serve: ServeConfig, runs_dir: Path, run_id: str, overrides: dict[str, Any], include_schemas: bool
+    ) -> dict[str, Any]:
+        """The OpenAPI document of the app a server of ``serve`` (plus ``overrides``) runs."""
+        ...
+
+    def start_background(
+        self,
+        runs_dir: Path,
+        run_spec: str,
+        *,
+        host: str,
+        port: int,
+        cors_origins: list[str] | None,
+        rate_limit: RateLimitConfig | None,
+        log_requests: bool | None,
+        timeout_s: float,
+    ) -> ServeStartOutput:
+        """Start a server of ``run_spec`` in a background process; return once it answers."""
+        ...
+
+
+_surface: HttpSurface | None = None
+
+
+def http_surface() -> HttpSurface:
+    """The HTTP surface: the one handed in with ``use_http_surface``, else ``HTTP_SURFACE``."""
+    global _surface
+    if _surface is None:
+        _surface = pkgutil.resolve_name(HTTP_SURFACE)
+    return _surface
+
+
+@contextlib.contextmanager
+def use_http_surface(surface: HttpSurface) -> Iterator[HttpSurface]:
+    """Use ``surface`` for the block (the previous one afterwards)."""
+    global _surface
+    previous, _surface = _surface, surface
+    try:
+        yield surface
+    finally:
+        _surface = previous
+
+
+# ---------------------------------------------------------------- what a server serves
 def serve_config_for(runs_dir: Path, run_spec: str) -> ServeConfig:
     """The ``serve`` section of the run to serve ('latest': the newest completed run, or defaults)."""
     run_id = _served_run(runs_dir, run_spec)
@@ -76,15 +121,15 @@ def served_profile(runs_dir: Path, run_spec: str) -> RetrievalProfile:
     return default_profile()
 
 
-def http_settings(runs_dir: Path, run_spec: str, **overrides: Any) -> Any:
-    """``HttpSettings`` for serving ``run_spec`` (imported lazily: FastAPI loads on use)."""
-    from indexfoundry.surfaces.http.settings import HttpSettings
-
+def served_settings(runs_dir: Path, run_spec: str) -> tuple[ServeConfig, dict[str, Any]]:
+    """The ``serve`` section of the run to serve, and what its retrieval profile adds to the
+    server's settings (the filters the search body accepts, whether a key is required)."""
     serve = serve_config_for(runs_dir, run_spec)
     profile = served_profile(runs_dir, run_spec)
-    overrides.setdefault("allowed_filters", profile.allowed_filters)
-    overrides.setdefault("require_auth", serve.require_auth or profile.security.require_auth)
-    return HttpSettings.from_config(serve, runs_dir, run_spec, **overrides)
+    return serve, {
+        "allowed_filters": profile.allowed_filters,
+        "require_auth": serve.require_auth or profile.security.require_auth,
+    }
 
 
 def write_openapi(
@@ -97,8 +142,6 @@ def write_openapi(
 ) -> ServeOpenapiOutput:
     """Write ``served/openapi.json``, generated from the app the server runs."""
     from indexfoundry.phases.serve import profile_for
-    from indexfoundry.surfaces.http.app import openapi_spec
-    from indexfoundry.surfaces.http.settings import HttpSettings
 
     overrides: dict[str, Any] = {"api_info": api_info, "endpoints": endpoints}
     if layout.retrieval_profile.is_file():
@@ -107,8 +150,7 @@ def write_openapi(
         profile = profile_for(load_run_config(layout))
     overrides["allowed_filters"] = profile.allowed_filters
     overrides["require_auth"] = serve.require_auth or profile.security.require_auth
-    settings = HttpSettings.from_config(serve, layout.runs_dir, layout.run_id, **overrides)
-    spec = openapi_spec(settings, include_schemas=include_schemas)
+    spec = http_surface().openapi_spec(serve, layout.runs_dir, layout.run_id, overrides, include_schemas)
     text = dump_json(spec)
     atomic_write_text(layout.openapi, text)  # the bytes hashed below, encoded once
     return ServeOpenapiOutput(
@@ -121,187 +163,6 @@ def write_openapi(
     )
 
 
-# ---------------------------------------------------------------- pid files
-def _read_info(path: Path) -> ServerInfo | None:
-    try:
-        return ServerInfo.model_validate(read_json(path))
-    except (OSError, ValueError):
-        return None
-
-
-def _port_free(host: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def _url(host: str, port: int) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
-
-
-def _health(info: ServerInfo, timeout: float = 2.0) -> dict[str, Any] | None:
-    import httpx  # only when a server is asked (keeps every CLI command's start light)
-
-    try:
-        response = httpx.get(f"{info.url}{info.base_path}/health", timeout=timeout)
-    except httpx.HTTPError:
-        return None
-    if response.status_code != 200:
-        return None
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def _live_info(runs_dir: Path, port: int) -> ServerInfo | None:
-    path = server_pid_file(runs_dir, port)
-    info = _read_info(path) if path.is_file() else None
-    if info is not None and pid_alive(info.pid) and not _is_zombie(info.pid):
-        return info
-    return None
-
-
-def _is_zombie(pid: int) -> bool:
-    child = _CHILDREN.get(pid)
-    return child is not None and child.poll() is not None
-
-
-# ---------------------------------------------------------------- foreground
-def run_server(settings: Any, libraries: Any = None) -> None:
-    """Run the HTTP server in this process until SIGINT/SIGTERM (graceful: in-flight requests finish).
-
-    With ``libraries`` (an ``app.libraries.LibraryReader``) it serves many libraries instead of one run.
-    """
-    import uvicorn
-
-    from indexfoundry.surfaces.http.app import create_app
-    from indexfoundry.surfaces.http.auth import KeyRing
-    from indexfoundry.surfaces.http.holder import RunHolder
-
-    runs_dir: Path = settings.runs_dir
-    existing = _live_info(runs_dir, settings.port)
-    if existing is not None:
-        raise ConfigInvalid(
-            f"a server (pid {existing.pid}) is already serving on port {settings.port}",
-            suggestion="Stop it with 'indexfoundry serve stop --port PORT' or pick another --port",
-        )
-    if not _port_free(settings.host, settings.port):
-        raise ConfigInvalid(f"port {settings.port} on {settings.host} is in use", suggestion="Pick another --port")
-    # Load the run and the keys before uvicorn starts, so a user mistake is one clear error line
-    # (uvicorn would report a failing startup with a traceback).
-    holder = RunHolder(runs_dir, settings.run_id, reload_interval_s=settings.reload_interval_s)
-    if libraries is None:
-        holder.load_initial()
-    loaded = holder.current
-    needs_keys = settings.require_auth or (loaded is not None and loaded.profile.security.require_auth)
-    if needs_keys and not len(KeyRing.load(settings.api_keys_env, settings.api_key_file)):
-        holder.stop()
-        raise ConfigInvalid(
-            "authentication is required but no API key is configured",
-            suggestion=f"Set ${settings.api_keys_env} or serve.api_key_file",
-        )
-    if settings.host not in ("127.0.0.1", "::1", "localhost") and not needs_keys:
-        print(
-            f"warning: serving on {settings.host} without authentication; anyone who can reach it can search",
-            file=sys.stderr,
-        )
-    app = create_app(settings, holder, libraries)
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level="info",
-        access_log=False,  # requests go to the run's logs/requests.ndjson
-        timeout_graceful_shutdown=10,
-        server_header=False,
-        lifespan="on",
-        **settings.proxy_options(),
-    )
-    server = uvicorn.Server(config)
-    # Our messages ("serving run ...", reload failures) go where uvicorn's go.
-    ours = logging.getLogger("indexfoundry.http")
-    ours.handlers = list(logging.getLogger("uvicorn.error").handlers)
-    ours.setLevel(logging.INFO)
-    ours.propagate = False
-    info = ServerInfo(
-        pid=os.getpid(),
-        host=settings.host,
-        port=settings.port,
-        url=_url(settings.host, settings.port),
-        base_path=settings.base_path,
-        run_spec=settings.run_id if libraries is None else "libraries",
-        started_at=utc_now(),
-        log_file=os.environ.get("INDEXFOUNDRY_SERVER_LOG"),
-    )
-    pid_file = server_pid_file(runs_dir, settings.port)
-    atomic_write_json(pid_file, info)
-    try:
-        server.run()
-    finally:
-        current = _read_info(pid_file)
-        if current is not None and current.pid == os.getpid():
-            with contextlib.suppress(FileNotFoundError):
-                pid_file.unlink()
-    if not server.started:
-        raise IndexFoundryError(
-            f"the server on {info.url} did not start",
-            code="CONFIG_INVALID",
-            suggestion="Read the messages above (a run that cannot be loaded, no API key, a busy port)",
-        )
-
-
-def serve_libraries(
-    runs_dir: Path,
-    libraries: list[str],
-    libraries_file: Path | None = None,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    embedding_model: str = "local",
-    refresh_interval_s: float = 3600.0,
-    cors_origins: list[str] | None = None,
-    rate_limit: Any = None,
-    require_auth: bool = False,
-) -> None:
-    """Serve many libraries over HTTP in the foreground (``serve start --library/--libraries``)."""
-    from indexfoundry.app.handles import RunPool
-    from indexfoundry.app.libraries import LibraryReader, LibraryRegistry, parse_library_flag
-    from indexfoundry.surfaces.http.settings import HttpSettings
-
-    registry = LibraryRegistry(
-        runs_dir,
-        [parse_library_flag(value) for value in libraries],
-        libraries_file,
-        embedding_model=embedding_model,
-        refresh_interval_s=refresh_interval_s,
-    )
-    for library in registry.libraries():  # build (or find) every library's run before answering
-        try:
-            log.info("serving %s from run %s", library.label, library.run_id())
-        except IndexFoundryError as error:
-            log.error("library %s is not available: %s", library.label, error.one_line())
-    data: dict[str, Any] = {
-        "runs_dir": runs_dir,
-        "host": host,
-        "port": port,
-        "endpoints": ["health"],
-        "log_requests": False,
-        "require_auth": require_auth,
-    }
-    if cors_origins:
-        data["cors_origins"] = cors_origins
-    if rate_limit is not None:
-        data["rate_limit"] = rate_limit
-    settings = HttpSettings.model_validate(data)
-    run_server(settings, LibraryReader(registry, RunPool(runs_dir, size=64)))
-
-
-# ---------------------------------------------------------------- background
 def start_background(
     runs_dir: Path,
     run_spec: str,
@@ -313,154 +174,79 @@ def start_background(
     log_requests: bool | None = None,
     timeout_s: float = STARTUP_TIMEOUT_S,
 ) -> ServeStartOutput:
-    """Start a server in a background process and wait until it answers ``/health``."""
+    """Start a server of ``run_spec`` (a run that must exist, or 'latest') in a background
+    process of the HTTP surface and wait until it answers ``/health``."""
     if run_spec != LATEST:
         RunLayout.existing(runs_dir, run_spec)
-    existing = _live_info(runs_dir, port)
-    if existing is not None:
-        if existing.run_spec == run_spec and existing.host == host:
-            return ServeStartOutput(
-                success=True,
-                already_running=True,
-                server=existing,
-                retrieval_endpoint=existing.url + existing.base_path,
-            )
-        raise ConfigInvalid(
-            f"port {port} is already used by a server of run {existing.run_spec} (pid {existing.pid})",
-            suggestion="Stop it with 'indexfoundry serve stop --port PORT' or pick another --port",
-        )
-    if not _port_free(host, port):
-        raise ConfigInvalid(f"port {port} on {host} is in use", suggestion="Pick another --port")
-    args = [
-        sys.executable,
-        "-m",
-        "indexfoundry",
-        "serve",
-        "start",
-        "--run-id",
+    return http_surface().start_background(
+        runs_dir,
         run_spec,
-        "--runs-dir",
-        str(runs_dir.resolve()),
-        "--host",
-        host,
-        "--port",
-        str(port),
-    ]
-    for origin in cors_origins or []:
-        args += ["--cors-origin", origin]
-    if rate_limit is not None:
-        if rate_limit.enabled:
-            args += ["--rate-limit", str(rate_limit.requests_per_minute), "--burst", str(rate_limit.burst)]
-        else:
-            args += ["--no-rate-limit"]
-    if log_requests is False:
-        args += ["--no-log-requests"]
-    folder = servers_dir(runs_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    log_path = folder / f"{port}.log"
-    env = {**os.environ, "INDEXFOUNDRY_SERVER_LOG": str(log_path)}
-    with log_path.open("ab") as log_file:
-        child = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # survives the terminal that started it
-            env=env,
-            close_fds=True,
-        )
-    _CHILDREN[child.pid] = child
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            _CHILDREN.pop(child.pid, None)
-            tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
-            raise IndexFoundryError(
-                f"the server exited during startup: {' | '.join(tail) or 'no output'}",
-                code="CONFIG_INVALID",
-                suggestion=f"See {log_path}",
-            )
-        info = _live_info(runs_dir, port)
-        if info is not None and info.pid == child.pid and _health(info, timeout=1.0) is not None:
-            return ServeStartOutput(success=True, server=info, retrieval_endpoint=info.url + info.base_path)
-        time.sleep(0.1)
-    _terminate(child.pid)
-    raise IndexFoundryError(
-        f"the server did not answer within {timeout_s:.0f} s",
-        code="CONFIG_INVALID",
-        recoverable=True,
-        suggestion=f"See {log_path}",
+        host=host,
+        port=port,
+        cors_origins=cors_origins,
+        rate_limit=rate_limit,
+        log_requests=log_requests,
+        timeout_s=timeout_s,
     )
 
 
-# ---------------------------------------------------------------- status / stop
-def server_status(runs_dir: Path) -> list[ServerStatus]:
-    """Servers recorded under the runs folder; records of dead processes are removed."""
-    out: list[ServerStatus] = []
-    folder = servers_dir(runs_dir)
-    if not folder.is_dir():
-        return out
-    for path in sorted(folder.glob("*.json")):
-        info = _read_info(path)
-        if info is None:
-            continue
-        alive = pid_alive(info.pid) and not _is_zombie(info.pid)
-        if not alive:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            continue
-        health = _health(info)
-        out.append(
-            ServerStatus(
-                **info.model_dump(),
-                alive=True,
-                healthy=health is not None,
-                serving_run_id=(health or {}).get("run_id"),
-            )
+# ---------------------------------------------------------------- server records
+class ServerRecords:
+    """The pid files of the HTTP servers of one runs folder (``<runs>/.servers/<port>.json``)."""
+
+    def __init__(self, runs_dir: Path) -> None:
+        self.runs_dir = runs_dir
+
+    def read(self, port: int) -> ServerInfo | None:
+        """The record of the server on ``port`` (None: none, or unreadable), alive or not."""
+        path = server_pid_file(self.runs_dir, port)
+        return _read_info(path) if path.is_file() else None
+
+    def recorded(self) -> list[ServerInfo]:
+        """Every readable record, by file name."""
+        folder = servers_dir(self.runs_dir)
+        if not folder.is_dir():
+            return []
+        return [info for path in sorted(folder.glob("*.json")) if (info := _read_info(path)) is not None]
+
+    @staticmethod
+    def running(pid: int) -> bool:
+        """True if a process with this pid exists (a zombie too: its parent knows better)."""
+        return pid_alive(pid)
+
+    def record(
+        self, *, pid: int, host: str, port: int, url: str, base_path: str, run_spec: str, log_file: str | None
+    ) -> ServerInfo:
+        """Record a server that starts now."""
+        info = ServerInfo(
+            pid=pid,
+            host=host,
+            port=port,
+            url=url,
+            base_path=base_path,
+            run_spec=run_spec,
+            started_at=utc_now(),
+            log_file=log_file,
         )
-    return out
+        atomic_write_json(server_pid_file(self.runs_dir, port), info)
+        return info
 
-
-def _exited(pid: int) -> bool:
-    child = _CHILDREN.get(pid)
-    if child is not None:
-        return child.poll() is not None
-    return not pid_alive(pid)
-
-
-def _terminate(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM (uvicorn finishes in-flight requests), then SIGKILL if it does not exit in time."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and not _exited(pid):
-        time.sleep(0.05)
-    if not _exited(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    child = _CHILDREN.pop(pid, None)
-    if child is not None:
-        child.wait(timeout=timeout_s)
-
-
-def stop_servers(runs_dir: Path, port: int | None = None) -> ServeStopOutput:
-    """Stop the server on ``port`` (default: every server of this runs folder)."""
-    stopped: list[ServerInfo] = []
-    targets = [s for s in server_status(runs_dir) if port is None or s.port == port]
-    if port is not None and not targets:
-        raise RunNotFound(f"no server is running on port {port}", suggestion="See 'indexfoundry serve status'")
-    for status in targets:
-        info = ServerInfo.model_validate(status.model_dump(include=set(ServerInfo.model_fields)))
-        _terminate(info.pid)
+    def remove(self, port: int, pid: int | None = None) -> None:
+        """Remove the record of ``port`` (with ``pid``: only while it is that process's)."""
+        path = server_pid_file(self.runs_dir, port)
         with contextlib.suppress(FileNotFoundError):
-            path = server_pid_file(runs_dir, info.port)
-            if (current := _read_info(path)) is not None and current.pid == info.pid:
+            if pid is None or ((current := _read_info(path)) is not None and current.pid == pid):
                 path.unlink()
-        stopped.append(info)
-    return ServeStopOutput(stopped=stopped)
+
+    def log_file(self, port: int) -> Path:
+        """Where a background server on ``port`` writes its output (the folder is created)."""
+        folder = servers_dir(self.runs_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{port}.log"
 
 
-def spec_summary(path: Path) -> dict[str, Any]:
-    """Title, version and paths of a written spec (for the CLI)."""
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    return {"title": spec["info"]["title"], "version": spec["info"]["version"], "paths": sorted(spec["paths"])}
+def _read_info(path: Path) -> ServerInfo | None:
+    try:
+        return ServerInfo.model_validate(read_json(path))
+    except (OSError, ValueError):
+        return None

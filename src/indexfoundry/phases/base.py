@@ -70,7 +70,7 @@ class PhaseContext:
     global_config: GlobalConfig
     force: bool = False
     progress: Any = field(default_factory=NullProgress)
-    # Writes served/openapi.json from the HTTP app (app.serving.write_openapi, handed in by the api):
+    # Writes served/openapi.json from the HTTP app (app.serving.write_openapi, handed in by app.runs):
     # the spec is generated from the app the server runs, and a phase does not import the app.
     openapi_writer: Callable[[RunLayout, Any], Any] | None = None
     # Test and library hook: an embedder instance to use instead of the configured one.

@@ -17,10 +17,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from indexfoundry.errors import ConfigInvalid, NotFound, RunNotFound
 from indexfoundry.models.ids import is_run_id as is_run_id  # re-exported: the shape of a run id
 from indexfoundry.models.ids import is_run_prefix
+
+if TYPE_CHECKING:
+    from indexfoundry.models.config import GlobalConfig
 
 PHASES: tuple[str, ...] = ("connect", "extract", "normalize", "index", "serve")
 
@@ -76,6 +80,14 @@ def resolve_runs_dir(runs_dir: str | Path | None = None, configured: str | None 
     if configured:
         return Path(configured)
     return Path("runs")
+
+
+def runs_dir_for(runs_dir: str | Path | None = None, global_config: GlobalConfig | None = None) -> Path:
+    """The runs folder: argument, $INDEXFOUNDRY_RUNS_DIR, global config, or ./runs."""
+    from indexfoundry.models.config import load_global_config
+
+    glob = global_config or load_global_config()
+    return resolve_runs_dir(runs_dir, glob.storage.runs_dir if glob.storage.runs_dir != "./runs" else None)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,8 @@ def start(
 ) -> None:
     """Start the HTTP retrieval API (and the search page at /); with --library/--libraries, the
     /libraries API over many libraries and versions."""
+    from indexfoundry.surfaces.http import processes
+
     limit = _rate_limit(rpm, burst, no_rate_limit)
     origins = cors_origins or None
     log_requests = False if no_log_requests else None
@@ -71,7 +73,7 @@ def start(
                 "--library/--libraries serve in the foreground only",
                 suggestion="Drop --background (run it under your process manager)",
             )
-        api.serve_libraries(
+        processes.serve_libraries(
             libraries,
             libraries_file,
             runs_dir=runs_dir,
@@ -100,7 +102,7 @@ def start(
             state = "already running" if out.already_running else "started"
             typer.echo(f"server {state}: pid {out.server.pid}, {out.server.url}/ (API {out.retrieval_endpoint})")
         return
-    api.serve_foreground(
+    processes.serve_foreground(
         run_id,
         runs_dir=runs_dir,
         host=host,
@@ -114,7 +116,9 @@ def start(
 @app.command("status")
 def status(runs_dir: Path | None = RunsDir, json_out: bool = Json) -> None:
     """List the HTTP servers running for this runs folder."""
-    servers = api.serve_status(runs_dir=runs_dir)
+    from indexfoundry.surfaces.http.processes import serve_status
+
+    servers = serve_status(runs_dir=runs_dir)
     if json_out:
         print_json(servers)
         return
@@ -132,7 +136,9 @@ def stop(
     json_out: bool = Json,
 ) -> None:
     """Stop background servers gracefully (in-flight requests finish)."""
-    out = api.serve_stop(runs_dir=runs_dir, port=port)
+    from indexfoundry.surfaces.http.processes import serve_stop
+
+    out = serve_stop(runs_dir=runs_dir, port=port)
     if json_out:
         print_json(out)
         return
