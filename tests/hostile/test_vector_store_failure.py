@@ -23,6 +23,7 @@ from indexfoundry.backends.stores import chroma as chroma_store
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from tests.conftest import REPO, folder_config, write_tree
+from tests.waiting import wait_for
 
 DOCS = {
     f"doc{i}.md": f"# Doc {i}\n\n## Part\n\nDocument {i} talks about subject {i} at some length.\n" for i in range(12)
@@ -49,16 +50,20 @@ class ChromaServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("chroma server did not start")
-            time.sleep(0.1)
+        if not wait_for(self._up, timeout=60, interval=0.1):
+            pytest.fail("chroma server did not start")
+
+    def _up(self) -> bool:
+        """The server answers its heartbeat (one whose process exited never will)."""
+        assert self.proc is not None
+        try:
+            if httpx.get(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        if self.proc.poll() is not None:
+            pytest.fail("chroma server did not start")
+        return False
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

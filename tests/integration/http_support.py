@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ from indexfoundry.models.config import RateLimitConfig
 from indexfoundry.phases.serve import default_profile
 from indexfoundry.surfaces.http import HttpSettings, create_app
 from tests.conftest import SAMPLE_DOCS, folder_config, write_tree
+from tests.waiting import wait_for
 
 
 class LiveServer:
@@ -40,13 +40,16 @@ class LiveServer:
 
     def start(self, timeout: float = 30.0) -> LiveServer:
         self.thread.start()
-        deadline = time.monotonic() + timeout
-        while not self.server.started:
+
+        def started() -> bool:
+            if self.server.started:
+                return True
             if not self.thread.is_alive():
                 raise RuntimeError("the server stopped during startup")
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not start in time")
-            time.sleep(0.02)
+            return False
+
+        if not wait_for(started, timeout=timeout, interval=0.02):
+            raise RuntimeError("the server did not start in time")
         return self
 
     @property

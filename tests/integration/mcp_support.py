@@ -9,7 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
+
+from tests.waiting import wait_for
 
 SEED_TOOLS = (
     "indexfoundry_connect_url",
@@ -99,15 +100,16 @@ def http_server(*args: str, cwd: Path, port: int, env: dict[str, str] | None = N
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
+
+        def listening() -> bool:
             if proc.poll() is not None:
                 raise RuntimeError(f"server exited: {(cwd / 'http-server.log').read_text()}")
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError("server did not start")
-            time.sleep(0.1)  # waiting for the port to open (a real server starting), not for a result
+                return True
+            return False
+
+        if not wait_for(listening, timeout=60, interval=0.1):  # the port opens: a real server started
+            raise TimeoutError("server did not start")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()

@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).parent / "ray"
@@ -108,24 +109,26 @@ class RayCluster:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(node.pid, signal.SIGKILL)
                 node.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while (left := self.marked_pids()) and time.monotonic() < deadline:
+
+        def none_left() -> bool:
+            left = self.marked_pids()
             for pid in left:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.2)
+            return not left
+
+        wait_for(none_left, timeout=10, interval=0.2)
         subprocess.run(["ip", "netns", "del", self.netns], check=False, capture_output=True)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def _wait_for_nodes(cluster: RayCluster, count: int) -> None:
     probe = (
-        "import ray, sys, time\n"
+        "import ray, sys\n"
+        "from tests.waiting import wait_for\n"
         f"ray.init(address={cluster.address!r}, log_to_driver=False)\n"
-        "deadline = time.monotonic() + 90\n"
-        f"while sum(1 for n in ray.nodes() if n['Alive']) < {count}:\n"
-        "    if time.monotonic() > deadline: sys.exit('nodes did not join')\n"
-        "    time.sleep(0.5)\n"
+        f"if not wait_for(lambda: sum(1 for n in ray.nodes() if n['Alive']) >= {count}, timeout=90, interval=0.5):\n"
+        "    sys.exit('nodes did not join')\n"
     )
     done = cluster.run([sys.executable, "-c", probe], timeout=180)
     if done.returncode != 0:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from indexfoundry import api
 from tests.integration.test_http_cli import free_port
 from tests.integration.test_mcp_libraries import _config, _docs
+from tests.waiting import wait_for
 
 
 @contextmanager
@@ -32,17 +32,18 @@ def serving(*args: str) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
-        deadline = time.monotonic() + 90
-        while True:
+
+        def state() -> str | None:
             try:
                 if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
+                    return "up"
             except httpx.HTTPError:
                 pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(proc.communicate(timeout=30)[0].decode())
-            time.sleep(0.1)
+            return "exited" if proc.poll() is not None else None
+
+        if wait_for(state, timeout=90, interval=0.1) != "up":
+            proc.kill()
+            raise AssertionError(proc.communicate(timeout=30)[0].decode())
         yield base
     finally:
         if proc.poll() is None:

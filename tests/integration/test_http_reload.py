@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -12,13 +11,12 @@ from indexfoundry import api
 from indexfoundry.pipeline.inuse import runs_in_use
 from tests.conftest import SAMPLE_DOCS, folder_config, write_tree
 from tests.integration.http_support import live_server
+from tests.waiting import wait_for
 
 
 def wait_for_run(client: httpx.Client, run_id: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while client.get("/health").json().get("run_id") != run_id:
-        assert time.monotonic() < deadline, "the server did not switch runs"
-        time.sleep(0.05)
+    switched = wait_for(lambda: client.get("/health").json().get("run_id") == run_id, timeout=timeout)
+    assert switched, "the server did not switch runs"
 
 
 def test_latest_answers_503_until_a_run_completes_then_serves_it(tmp_path: Path):

@@ -9,7 +9,6 @@ import gc
 import shutil
 import socket
 import subprocess
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from indexfoundry.phases.index import open_run_store
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_run_config
 from tests.conftest import folder_config
+from tests.waiting import wait_for
 
 TOPICS = {
     "install": "Install the package with pip inside a virtual environment; Python 3.11 is required.",
@@ -56,6 +56,18 @@ QUERIES = [
 ]
 
 
+def _chroma_up(port: int, proc: subprocess.Popen[bytes]) -> bool:
+    """The chroma server on ``port`` answers its heartbeat (one whose process exited never will)."""
+    try:
+        if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
+            return True
+    except httpx.TransportError:
+        pass
+    if proc.poll() is not None:
+        pytest.fail("chroma server did not start")
+    return False
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -74,16 +86,8 @@ def chroma_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("chroma server did not start")
-            time.sleep(0.1)
+        if not wait_for(lambda: _chroma_up(port, proc), timeout=60, interval=0.1):
+            pytest.fail("chroma server did not start")
         yield {"host": "127.0.0.1", "port": port}
     finally:
         from indexfoundry.backends.stores.chroma import close_http_clients

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from indexfoundry.pipeline.runner import new_run_id
 from indexfoundry.storage.layout import RunLayout
 from tests.conftest import SAMPLE_DOCS, folder_config, write_config, write_tree
 from tests.integration.test_incremental import artifact_bytes
+from tests.waiting import wait_for
 
 PHASES = ["connect", "extract", "normalize", "index", "serve"]
 MORE_DOCS: dict[str, str | bytes] = {
@@ -48,17 +48,18 @@ def start_pipeline(config: Path, runs_dir: Path, run_id: str, delay: str | None)
 
 def wait_for_pause(layout: RunLayout, phase: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
     """Block until the run logs that ``phase`` is paused by the test hook."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def paused() -> bool:
         if proc.poll() is not None:
             raise AssertionError(f"pipeline exited early: {proc.stderr.read().decode() if proc.stderr else ''}")
         if layout.events_log.is_file():
             for line in layout.events_log.read_text(encoding="utf-8").splitlines():
                 event = json.loads(line)
                 if event.get("event") == "test_phase_delay" and event.get("phase") == phase:
-                    return
-        time.sleep(0.05)
-    raise AssertionError(f"phase {phase} never paused")
+                    return True
+        return False
+
+    assert wait_for(paused, timeout=timeout), f"phase {phase} never paused"
 
 
 @pytest.fixture

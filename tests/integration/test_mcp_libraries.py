@@ -20,6 +20,7 @@ from indexfoundry.surfaces.mcp import ServerOptions, create_server
 from tests.conftest import write_tree
 from tests.integration.connect_servers import send, serve_script
 from tests.integration.mcp_support import error_code, server_env, stdio_session, structured, texts
+from tests.waiting import wait_for_async
 
 TOOLS = {"list_libraries", "search_docs", "get_page", "get_section", "list_pages"}
 LISTING_BUDGET = 8000  # the docs-mode tool listing budget
@@ -301,13 +302,13 @@ def test_a_remote_library_is_refreshed_conditionally_and_swapped_with_removed_pa
                 out["before"] = structured(await client.call_tool("list_libraries", {}))["libraries"][0]
                 state["/a.html"] = {"etag": '"a2"', "text": "The a page now explains the widget's new turbo lever."}
                 del state["/c.html"]
-                with anyio.fail_after(60):
-                    while True:
-                        now = structured(await client.call_tool("list_libraries", {}))["libraries"][0]
-                        if now["run_id"] != first:
-                            break
-                        await anyio.sleep(0.1)
-                out["after"] = now
+
+                async def refreshed() -> dict[str, Any] | None:
+                    now = structured(await client.call_tool("list_libraries", {}))["libraries"][0]
+                    return now if now["run_id"] != first else None
+
+                out["after"] = await wait_for_async(refreshed, timeout=60, interval=0.1)
+                assert out["after"] is not None, "the library was not refreshed in 60 s"
                 out["pages"] = structured(await client.call_tool("list_pages", {"library": "site"}))["pages"]
                 a = f"{site.base}/a.html"
                 out["a"] = "\n".join(texts(await client.call_tool("get_page", {"library": "site", "path": a})))

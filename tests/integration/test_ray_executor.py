@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from indexfoundry.models.records import DocumentChunk
 from tests.conftest import write_config, write_tree
 from tests.determinism.test_byte_identical import content_files, store_contents
 from tests.integration.ray_support import RayCluster, driver, ray_cluster
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]  # a real cluster: never in the fast tier
 CLI = [sys.executable, "-m", "indexfoundry"]
@@ -170,12 +170,13 @@ def test_an_incremental_ray_run_equals_the_local_one_and_sends_workers_only_cach
 def _run_killing(cluster: RayCluster, args: list[str], find_victim: Any) -> tuple[dict[str, Any], int]:
     """Start the driver, SIGKILL the worker ``find_victim()`` names once it exists, finish the run."""
     process = cluster.popen([sys.executable, "-m", "tests.integration.ray_driver", *args], cwd=Path.cwd())
-    victim = None
-    deadline = time.monotonic() + 300
-    while victim is None and process.poll() is None and time.monotonic() < deadline:
-        victim = find_victim()
-        if victim is None:
-            time.sleep(0.05)
+
+    def seen() -> int | None:
+        assert process.poll() is None, "no worker to kill was seen"  # the run ended first
+        found: int | None = find_victim()
+        return found
+
+    victim = wait_for(seen, timeout=300)
     assert victim is not None, "no worker to kill was seen"
     os.kill(victim, signal.SIGKILL)
     stdout, stderr = process.communicate(timeout=600)
@@ -271,10 +272,10 @@ def test_a_run_whose_driver_was_killed_resumes_with_run_id_to_the_artifacts_of_a
     runs, marker = tmp_path / "ray", tmp_path / "stalled.pid"
     args = [str(config), str(runs), cluster.address, "--record", str(tmp_path / "rec"), "--stall-marker", str(marker)]
     process = cluster.popen([sys.executable, "-m", "tests.integration.ray_driver", *args], start_new_session=True)
-    deadline = time.monotonic() + 300
-    while not (marker.exists() and marker.read_text().strip()) and process.poll() is None:
-        assert time.monotonic() < deadline, "the first embedding batch never started"
-        time.sleep(0.05)
+    started = wait_for(
+        lambda: (marker.exists() and marker.read_text().strip()) or process.poll() is not None, timeout=300
+    )
+    assert started, "the first embedding batch never started"
     # The driver dies while a batch is on a worker: extract and normalize are committed, index is not.
     os.killpg(process.pid, signal.SIGKILL)
     process.communicate(timeout=60)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 from indexfoundry.phases.isolation import IsolationPool, Limits, Stopped
 from indexfoundry.pipeline.executors import LocalExecutor
 from tests.unit.phases.isolation_jobs import allocate_mb, pid_of_worker, sleep_then_pid
+from tests.waiting import wait_for
 
 LIMITS = Limits(workers=1, timeout_s=20, memory_mb=256)
 
@@ -44,9 +44,7 @@ def test_an_idle_worker_that_died_is_never_given_a_job():
     try:
         (first,) = pool.run([0.0], sleep_then_pid, LIMITS)
         os.kill(first, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while pool.idle_pids() and _alive(first) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: not (pool.idle_pids() and _alive(first)), timeout=10, interval=0.02)
         (second,) = pool.run([0.0], sleep_then_pid, LIMITS)
     finally:
         pool.close()
@@ -80,9 +78,7 @@ def test_the_local_executor_keeps_its_pool_between_maps_and_close_stops_the_work
     assert first[0] == (1, pids[0]) and second[0] == (2, pids[0])
     assert seen == [0]
     assert executor.pool.started == 1
-    deadline = time.monotonic() + 10
-    while _alive(pids[0]) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: not _alive(pids[0]), timeout=10, interval=0.02)
     assert not _alive(pids[0])
 
 
