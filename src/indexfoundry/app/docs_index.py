@@ -29,7 +29,7 @@ from typing import Any
 from indexfoundry.app import runs as api
 from indexfoundry.errors import IndexFoundryError, RunLocked
 from indexfoundry.models.config import FolderSource, PipelineConfig
-from indexfoundry.pipeline.executors import LocalExecutor
+from indexfoundry.phases.executor import LocalExecutor
 from indexfoundry.pipeline.runs import list_runs
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_json

@@ -32,9 +32,10 @@ from indexfoundry.models.config import (
 )
 from indexfoundry.models.manifests import PipelineRunOutput, RunManifest
 from indexfoundry.models.serve import ServeOpenapiOutput, ServeStartOutput
+from indexfoundry.phases.executor import Executor
 from indexfoundry.pipeline.cleanup import RunCleanupOutput
 from indexfoundry.pipeline.diff import RunDiffOutput
-from indexfoundry.pipeline.executors import Executor, open_executor
+from indexfoundry.pipeline.executors import open_executor
 from indexfoundry.pipeline.runner import PhaseRunner, create_run, execute, new_run_id, run_phase_body
 from indexfoundry.pipeline.runs import (
     RunListItem,

@@ -22,6 +22,7 @@ from indexfoundry import __version__
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import GlobalConfig, PipelineConfig
 from indexfoundry.models.manifests import ErrorRecord, PhaseManifest, PhaseName
+from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.storage.atomic import append_ndjson, iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 
@@ -82,15 +83,9 @@ class PhaseContext:
     reuse_counts: dict[str, int] = field(default_factory=dict)
     errors: list[ErrorRecord] = field(default_factory=list)
     log: Callable[[str], None] = field(default=lambda message: print(message, file=sys.stderr))
-    # Where per-document / per-batch work runs (``pipeline/executors.py``). None or a local
-    # executor: in this process, as always; a remote one (Ray): see ``remote_executor``.
-    executor: Any = None
-
-    @property
-    def remote_executor(self) -> Any:
-        """The executor when it runs work outside this process (Ray), else None."""
-        executor = self.executor
-        return executor if executor is not None and getattr(executor, "remote", False) else None
+    # Where per-document / per-batch work runs (``phases/executor.py``): the run's executor, or
+    # ``LOCAL`` (here; limited work in workers started per call) when nobody opened one.
+    executor: Executor = LOCAL
 
     @property
     def runs_dir(self) -> Path:

@@ -11,7 +11,7 @@ the caller's output does not depend on the number of workers or the order they f
 Workers are forked from a ``forkserver`` that has the phases' modules imported (each phase
 registers its own with ``preload``): it never inherits the parent's threads (Chroma, torch)
 or open handles. An ``IsolationPool`` keeps its workers between calls (the local executor
-owns one: ``pipeline/executors.py``), so a long-lived process pays for starting them once;
+owns one: ``phases/executor.py``), so a long-lived process pays for starting them once;
 ``run_isolated`` without a pool starts them for one call. ``workers=0`` runs every job in
 the calling process, in order, without limits.
 """
@@ -195,7 +195,7 @@ class IsolationPool:
     """Limited worker processes kept from one call of ``run`` to the next.
 
     Starting a worker costs a fork from the fork server and its first imports (about a second
-    on a busy machine): a long-lived owner (``pipeline.executors.LocalExecutor``, held by the
+    on a busy machine): a long-lived owner (``phases.executor.LocalExecutor``, held by the
     docs server for its lifetime) keeps its workers warm between phases and runs, so a refresh
     after one edit sends the changed file to a worker that is already there. Every limit holds
     as in a fresh worker: each job has its own deadline, a worker past it is killed and

@@ -40,7 +40,7 @@ import ray.exceptions
 from indexfoundry.backends.embedding.devices import CPU, Device, detect_device
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
 from indexfoundry.models.config import ExecutionConfig
-from indexfoundry.pipeline.executors import Executor, WorkKind
+from indexfoundry.phases.executor import Executor, WorkKind
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -35,6 +35,7 @@ from indexfoundry.models.manifests import (
     Timing,
 )
 from indexfoundry.phases.base import NullProgress, Phase, PhaseContext, PhaseOutcome
+from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.pipeline.guards import RunGuards, check_phase_output
 from indexfoundry.pipeline.inuse import in_use
 from indexfoundry.pipeline.locks import shared_store_lock
@@ -298,8 +299,7 @@ def _publish(ctx: PhaseContext, manifest: RunManifest) -> bool:
 
 def _executor_details(ctx: PhaseContext) -> dict[str, Any]:
     """``details.executor`` of a phase run on a remote executor (per-worker counts); nothing locally."""
-    executor = ctx.remote_executor
-    return {} if executor is None else {"executor": executor.report()}
+    return {"executor": ctx.executor.report()} if ctx.executor.remote else {}
 
 
 def execute(
@@ -313,7 +313,7 @@ def execute(
     embedder_override: Any = None,
     base_layout: RunLayout | None = None,
     guards: RunGuards | None = None,
-    executor: Any = None,
+    executor: Executor = LOCAL,
     phase_runner: PhaseRunner = run_phase_body,
     openapi_writer: Callable[[RunLayout, Any], Any] | None = None,
 ) -> PipelineRunOutput:
@@ -321,10 +321,11 @@ def execute(
 
     Stops at the first failed phase. Holds the run lock for the whole time. ``guards``
     (pipeline/guards.py) fail a run that comes out empty or shrinks too much against its base.
-    ``executor`` (``pipeline/executors.py``) runs the phases' per-document and per-batch work;
-    the caller opens and closes it. ``phase_runner`` runs one phase (default: ``phase.run(ctx)``;
-    tests wrap it). ``openapi_writer`` writes served/openapi.json for the serve phase
-    (``app.serving.write_openapi``: a phase does not import the HTTP app).
+    ``executor`` (``phases/executor.py``) runs the phases' per-document and per-batch work; the
+    caller opens and closes it (``LOCAL``: here, limited work in workers started per call).
+    ``phase_runner`` runs one phase (default: ``phase.run(ctx)``; tests wrap it).
+    ``openapi_writer`` writes served/openapi.json for the serve phase (``app.serving.write_openapi``:
+    a phase does not import the HTTP app).
     """
     forced = set(force_phases)
     started = monotonic_ms()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import signal
 
+from indexfoundry.phases.executor import LOCAL, LocalExecutor
 from indexfoundry.phases.isolation import IsolationPool, Limits, Stopped
-from indexfoundry.pipeline.executors import LocalExecutor
 from tests.unit.phases.isolation_jobs import allocate_mb, pid_of_worker, sleep_then_pid
 from tests.waiting import wait_for
 
@@ -88,3 +88,13 @@ def _alive(pid: int) -> bool:
             return handle.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+def test_the_executor_of_a_phase_nobody_opened_one_for_starts_workers_per_call_and_keeps_none():
+    seen: list[int] = []
+    (first,) = LOCAL.map_limited(pid_of_worker, [1], LIMITS, on_result=lambda index, result: seen.append(index))
+    (second,) = LOCAL.map_limited(pid_of_worker, [2], LIMITS)
+    assert LOCAL.keep_workers is False and LOCAL._pool is None  # nothing kept between calls
+    assert first[0] == 1 and second[0] == 2 and first[1] != second[1]  # a worker of its own each call
+    assert seen == [0]
+    assert wait_for(lambda: not _alive(first[1]) and not _alive(second[1]), timeout=10, interval=0.02)

@@ -7,7 +7,8 @@ from pydantic import ValidationError
 
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import ExecutionConfig
-from indexfoundry.pipeline.executors import Executor, LocalExecutor, open_executor
+from indexfoundry.phases.executor import Executor, LocalExecutor
+from indexfoundry.pipeline.executors import open_executor
 
 
 def test_the_local_executor_returns_results_in_item_order_and_reports_each_as_it_finishes():

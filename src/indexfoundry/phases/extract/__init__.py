@@ -25,6 +25,7 @@ from indexfoundry.phases.base import (
     package_version,
     upstream_artifact_hashes,
 )
+from indexfoundry.phases.executor import Executor
 from indexfoundry.phases.extract.reuse import reuse_extracted, reuse_source
 from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import (
@@ -141,7 +142,7 @@ class ExtractPhase(Phase):
         return copied, max(0, output_count - copied)
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
-        from indexfoundry.phases.extract.workers import ExtractJob, ExtractResult, default_workers, run_jobs
+        from indexfoundry.phases.extract.workers import ExtractJob, ExtractResult, default_workers
         from indexfoundry.phases.isolation import Limits
 
         layout = ctx.layout
@@ -180,10 +181,7 @@ class ExtractPhase(Phase):
                 task.advance()
 
             limits = Limits(workers, cfg.timeout_s, cfg.memory_mb)
-            if ctx.executor is None:  # a phase run without a runner's executor: workers for this call
-                results = run_jobs(jobs, workers, cfg.timeout_s, cfg.memory_mb, on_done=store)
-            else:
-                results = _run_on(ctx.executor, jobs, limits, ctx.config.execution.raw_transfer, store)
+            results = _run_on(ctx.executor, jobs, limits, ctx.config.execution.raw_transfer, store)
         for job in jobs:  # raw-manifest order, whatever order the workers finished in
             raw, result = job.raw, results[job.key]
             if result.unsupported is not None:
@@ -276,14 +274,14 @@ class ExtractPhase(Phase):
         )
 
 
-def _run_on(executor: Any, jobs: list[Any], limits: Any, transfer: str, store: Any) -> dict[int, Any]:
+def _run_on(executor: Executor, jobs: list[Any], limits: Any, transfer: str, store: Any) -> dict[int, Any]:
     """Jobs handed to the run's executor, each under the extraction limits (``map_limited``:
     locally its warm worker pool, on a remote executor one limited process per job on its
     worker). A remote job carries the raw bytes (object store) unless every node sees the runs
     folder (``shared_path``); a job stopped at a limit becomes its PARSE_ERROR here."""
     from indexfoundry.phases.extract.workers import outcome_of, run_job
 
-    remote = getattr(executor, "remote", False)
+    remote = executor.remote
 
     def item(index: int) -> Any:
         job = jobs[index]

@@ -52,6 +52,7 @@ from indexfoundry.phases.base import (
     package_version,
     upstream_artifact_hashes,
 )
+from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl, read_json
 from indexfoundry.storage.hashing import sha256_file, sha256_json, sha256_text
@@ -195,7 +196,7 @@ def embed_with_cache(
     texts_by_hash: dict[str, str],
     batch_size: int,
     progress: Any = None,
-    executor: Any = None,
+    executor: Executor = LOCAL,
 ) -> tuple[dict[str, Vectors], int, int]:
     """Vectors for every text hash: from the cache, or embedded in batches and cached.
 
@@ -206,7 +207,7 @@ def embed_with_cache(
     """
     progress = progress or NullProgress()
     cache = EmbeddingCache(cache_path)
-    device = executor.embedding_device(embedder) if executor is not None else "cpu"
+    device = executor.embedding_device(embedder)
     key = cache_model_key(embedder.model_id, device)
     try:
         vectors = cache.get_many(key, texts_by_hash)
@@ -223,7 +224,7 @@ def embed_with_cache(
                 vectors.update(fresh)
                 task.advance(len(fresh))
 
-            if executor is not None:
+            if executor.remote:
                 items = [
                     EmbedBatch(number, batches, [texts_by_hash[h] for h in batch])
                     for number, batch in enumerate(parts, start=1)
@@ -285,7 +286,7 @@ def embed_chunks(
     config: IndexConfig,
     progress: Any = None,
     embeddings_path: Path | None = None,
-    executor: Any = None,
+    executor: Executor = LOCAL,
 ) -> Embedded:
     """Embed chunks through the cache and write the embeddings file (sorted by chunk id)."""
     texts = {c.chunk_id: c.embedding_text() for c in chunks}
@@ -376,7 +377,7 @@ def upsert_chunks(
     embedded: Embedded,
     vdb: VectorDbConfig,
     progress: Any = None,
-    executor: Any = None,
+    executor: Executor = LOCAL,
     layout: RunLayout | None = None,
 ) -> dict[str, Any]:
     """Write a run's vectors into ``store`` by ``vdb.upsert_mode``; prune once; verify.
@@ -418,7 +419,7 @@ def upsert_chunks(
         )
         for part in (to_write[start : start + batch] for start in range(0, len(to_write), batch))
     ]
-    by_workers = executor is not None and layout is not None and takes_concurrent_writers(vdb)
+    by_workers = executor.remote and layout is not None and takes_concurrent_writers(vdb)
     with progress.task("upsert", total=len(to_write)) as task:
         if by_workers and layout is not None:
             write = UpsertOnWorker(vdb, layout, embedded.model_id, embedded.dimensions)
@@ -519,17 +520,17 @@ class IndexPhase(Phase):
             config.embedding_model, config, warn=lambda message: ctx.log(f"warning: {message}")
         )
         committed = committed_vectors(layout, ctx.previous_phase)
-        embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.remote_executor)
+        embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.executor)
         ordered = embedded.chunks
         seeded = not ctx.force and ctx.base_layout is not None and _seed_store(ctx, ctx.base_layout, embedded.model_id)
         store = open_run_store(layout, ctx.config)
         try:
-            upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress, ctx.remote_executor, layout)
+            upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress, ctx.executor, layout)
         finally:
             store.close()
         store_ops = upsert.pop("stats")
         # Not in the artifact: who wrote the store differs by executor (see upsert_chunks).
-        by_workers = ctx.remote_executor is not None and takes_concurrent_writers(config.vector_db)
+        by_workers = ctx.executor.remote and takes_concurrent_writers(config.vector_db)
         # The artifact counts changes against the run's last committed index, not the live store, so
         # a run resumed after dying between its upsert and its manifest writes the same file as a clean
         # run. What this attempt actually sent to the store goes to the phase manifest's stats.
@@ -555,9 +556,9 @@ class IndexPhase(Phase):
             details={
                 "model": embedded.model_id,
                 "model_sha256": _model_hash(embedded.model_id),
-                **_backend_details(embedder, ctx.remote_executor),
+                **_backend_details(embedder, ctx.executor),
                 # Who wrote the store: on a cluster, its workers (a server store) or the driver.
-                **({"store_written_by": "workers" if by_workers else "driver"} if ctx.remote_executor else {}),
+                **({"store_written_by": "workers" if by_workers else "driver"} if ctx.executor.remote else {}),
             },
             reused=embedded.reused,
             new=embedded.embedded,
@@ -609,7 +610,7 @@ def changes_since(committed: dict[str, str], embedded: Embedded) -> dict[str, in
     }
 
 
-def _backend_details(embedder: Embedder, executor: Any = None) -> dict[str, Any]:
+def _backend_details(embedder: Embedder, executor: Executor) -> dict[str, Any]:
     """Which backend ran a local model (ONNX Runtime or the sentence-transformers fallback), the
     hash of the ONNX file it ran and the device(s) it ran on (this process: the CPU; a remote
     executor's workers: what they reported, per worker in ``details.executor.devices``);
@@ -617,7 +618,7 @@ def _backend_details(embedder: Embedder, executor: Any = None) -> dict[str, Any]
     backend = embedding_backend(embedder)
     if backend not in ("onnxruntime", "sentence-transformers"):
         return {}
-    devices = executor.embedding_devices() if executor is not None else []
+    devices = executor.embedding_devices()
     return {
         "embedding_backend": backend,
         "model_file_sha256": getattr(embedder, "file_sha256", None),

@@ -27,7 +27,8 @@ from indexfoundry.models.records import (
     PageExtraction,
 )
 from indexfoundry.phases.base import LazyItems
-from indexfoundry.phases.isolation import Limits, Stopped, default_workers, preload, run_isolated
+from indexfoundry.phases.executor import LOCAL, Executor
+from indexfoundry.phases.isolation import Limits, Stopped, default_workers, preload
 from indexfoundry.phases.normalize.chunkers import chunk_spans
 from indexfoundry.phases.normalize.packing import Span
 from indexfoundry.phases.normalize.positions import TextPositions
@@ -293,15 +294,15 @@ def chunk_documents(
     advance: Callable[[], None] | None = None,
     limits: Limits | None = None,
     window: TokenWindow | None = None,
-    executor: Any = None,
+    executor: Executor = LOCAL,
 ) -> ChunkResult:
     """Chunk ``documents``, each as one job under ``limits`` (default: in this process, no
     limits); chunks come out in document order. A document that fails is reported to
     ``on_error`` (in document order) and skipped; without ``on_error`` the error is raised.
     With a ``window``, chunks longer than the embedding model reads are split further
     (``window.fit_spans``). The jobs go to ``executor.map_limited`` (the run's executor: locally
-    its warm worker pool; a remote one gets each document's text with its job), or without
-    one to workers started for this call."""
+    its warm worker pool; a remote one gets each document's text with its job; ``LOCAL``:
+    workers started for this call)."""
     limits = limits or Limits(0, ExtractConfig().timeout_s, ExtractConfig().memory_mb)
     jobs = [ChunkFileJob(str(layout.root), doc, config, limits.memory_mb, window) for doc in documents]
     keys = [_memo_key(layout, job) if memos_enabled() else "" for job in jobs]
@@ -318,9 +319,7 @@ def chunk_documents(
     fresh: list[ChunkedDocument | Stopped] = []
     if not todo:
         pass
-    elif executor is None:
-        fresh = run_isolated([jobs[i] for i in todo], chunk_file, limits, on_done=lambda job, outcome: done(0, outcome))
-    elif getattr(executor, "remote", False):
+    elif executor.remote:
 
         def remote_job(n: int) -> ChunkJob:
             doc = documents[todo[n]]

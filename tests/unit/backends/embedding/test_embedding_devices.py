@@ -25,8 +25,8 @@ from indexfoundry.backends.embedding.devices import (
     torch_device,
 )
 from indexfoundry.backends.embedding.providers import HashEmbedder
+from indexfoundry.phases.executor import LocalExecutor
 from indexfoundry.phases.index import EmbedBatch, EmbedOnWorker, cache_model_key
-from indexfoundry.pipeline.executors import LocalExecutor
 
 ONNX_CUDA = [CUDA_PROVIDER, "CPUExecutionProvider"]
 ONNX_CPU = ["AzureExecutionProvider", "CPUExecutionProvider"]
