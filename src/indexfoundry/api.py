@@ -47,13 +47,6 @@ if TYPE_CHECKING:
     from indexfoundry.models.freshness import FreshnessReport as FreshnessReport
     from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
     from indexfoundry.pipeline.diff import RunDiffOutput
-    from indexfoundry.retrieval.budget import CharCounter as CharCounter
-    from indexfoundry.retrieval.budget import TokenCounter as TokenCounter
-    from indexfoundry.retrieval.budget import cursor_index as cursor_index
-    from indexfoundry.retrieval.budget import decode_cursor as decode_cursor
-    from indexfoundry.retrieval.budget import encode_cursor as encode_cursor
-    from indexfoundry.retrieval.budget import page_items as page_items
-    from indexfoundry.retrieval.budget import request_key as request_key
     from indexfoundry.retrieval.service import SearchService
     from indexfoundry.storage.layout import RunLayout
     from indexfoundry.storage.layout import is_run_id as is_run_id
@@ -86,18 +79,6 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     },
     "ToolSpec": ("indexfoundry.app.tools.registry", "ToolSpec"),
     "FreshnessReport": ("indexfoundry.models.freshness", "FreshnessReport"),
-    **{
-        name: ("indexfoundry.retrieval.budget", name)
-        for name in (
-            "CharCounter",
-            "TokenCounter",
-            "cursor_index",
-            "decode_cursor",
-            "encode_cursor",
-            "page_items",
-            "request_key",
-        )
-    },
     "ServerRecords": ("indexfoundry.app.serving", "ServerRecords"),
     **{name: ("indexfoundry.storage.layout", name) for name in ("is_run_id", "runs_dir_for")},
     "DocsIndex": ("indexfoundry.app.docs_index", "DocsIndex"),

@@ -77,3 +77,11 @@ def test_importing_api_imports_no_run_handle_pipeline_or_model_config():
     assert done.stdout.strip() == "[]"
     # ... and the first use imports it.
     assert api.Run.__module__ == "indexfoundry.app.handles"
+
+
+def test_api_re_exports_no_retrieval_internal_a_surface_would_page_with():
+    """Budgets, cursors and paging are decided in ``app``; surfaces get app results, not the tools."""
+    below_app = sorted(
+        name for name, (module, _) in api._EXPORTS.items() if module.startswith("indexfoundry.retrieval")
+    )
+    assert below_app == []

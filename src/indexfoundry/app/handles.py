@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from indexfoundry.errors import NotFound
 from indexfoundry.models.config import PipelineConfig
+from indexfoundry.models.ids import LATEST
 from indexfoundry.models.manifests import RunManifest
 from indexfoundry.models.records import DocumentChunk, ExtractedDocument, Heading
 from indexfoundry.models.retrieval import (
@@ -32,8 +33,8 @@ from indexfoundry.models.retrieval import (
 )
 from indexfoundry.models.serve import DocumentView, StatsView
 from indexfoundry.pipeline.inuse import mark_in_use, release
-from indexfoundry.pipeline.runs import LATEST, RunStatusOutput, resolve_run_id, run_status
-from indexfoundry.retrieval.budget import decode_cursor, encode_cursor, fit_texts, request_key
+from indexfoundry.pipeline.runs import RunStatusOutput, resolve_run_id, run_status
+from indexfoundry.retrieval.budget import cursor_index, decode_cursor, encode_cursor, fit_texts, request_key
 from indexfoundry.retrieval.pages import RunView, page_key
 from indexfoundry.storage.atomic import append_ndjson
 from indexfoundry.storage.clock import utc_now
@@ -62,6 +63,14 @@ class PageSection:
     breadcrumb: str
     text: str
     other_matches: list[str]
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """A search answer as one page of numbered results (``Run.search_page``)."""
+
+    response: SearchResponse
+    first_rank: int  # 1-based rank of the page's first result in the whole answer
 
 
 @dataclass(frozen=True)
@@ -196,6 +205,12 @@ class Run:
         """Answer a whole ``SearchRequest`` (budgets, cursors, expansion); ``cost`` measures a
         result against ``max_tokens`` (default: its JSON's tokens)."""
         return self._search_service().search(request, cost=cost)
+
+    def search_page(self, request: SearchRequest, *, cost: Callable[[SearchResult], int] | None = None) -> SearchPage:
+        """``search_request`` for an answer that numbers its results: the page, and the rank of its
+        first result (1 without a cursor; with one, the rank after the pages before it)."""
+        response = self.search_request(request, cost=cost)
+        return SearchPage(response, cursor_index(request.cursor) + 1 if request.cursor else 1)
 
     def check(self, request: SearchRequest) -> None:
         """Refuse a request the run cannot answer (mode, filters) with CONFIG_INVALID, before searching."""

@@ -30,6 +30,7 @@ from indexfoundry.models.config import (
     load_pipeline_config,
     parse_pipeline_config,
 )
+from indexfoundry.models.ids import LATEST
 from indexfoundry.models.manifests import PipelineRunOutput, RunManifest
 from indexfoundry.models.serve import ServeOpenapiOutput, ServeStartOutput
 from indexfoundry.phases.executor import Executor
@@ -211,7 +212,7 @@ def _pipeline_run(
     )
     if cfg.serve.auto_start and output.status != "failed":
         # Serves 'latest': a server already started this way switches to the new run by itself.
-        started = start_background(root, "latest", host=cfg.serve.host, port=cfg.serve.port or 8080)
+        started = start_background(root, LATEST, host=cfg.serve.host, port=cfg.serve.port or 8080)
         output.retrieval_endpoint = started.retrieval_endpoint
     return output
 
@@ -221,7 +222,7 @@ def _base_layout(root: Path, base: str | None) -> RunLayout | None:
     (so a nightly ``--base latest`` also works the first night); a named run must exist."""
     if base is None:
         return None
-    if base == "latest":
+    if base == LATEST:
         found = latest_run(root)
         return RunLayout.existing(root, found) if found is not None else None
     return RunLayout.existing(root, base)

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from indexfoundry.errors import RunNotFound
 from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeConfig, ServeEndpoint
+from indexfoundry.models.ids import LATEST
 from indexfoundry.models.retrieval import RetrievalProfile
 from indexfoundry.models.serve import ServeOpenapiOutput, ServerInfo, ServeStartOutput
 from indexfoundry.pipeline.inuse import pid_alive
-from indexfoundry.pipeline.runs import LATEST, resolve_run_id
+from indexfoundry.pipeline.runs import resolve_run_id
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_text, dump_json, read_json
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_bytes

@@ -16,10 +16,12 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
+# What names the newest completed run wherever a run is read (the one definition of the word).
+LATEST = "latest"
 RUN_ID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 # A run id prefix: hex digits and dashes, at least 4 characters, as long as an id at most.
 RUN_PREFIX_PATTERN = r"^[0-9a-f][0-9a-f-]{3,35}$"
-RUN_ID_OR_LATEST_PATTERN = r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|latest)$"
+RUN_ID_OR_LATEST_PATTERN = rf"^([0-9a-f]{{8}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{12}}|{LATEST})$"
 
 RunId = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN)]
 RunIdOrLatest = Annotated[str, StringConstraints(pattern=RUN_ID_OR_LATEST_PATTERN)]

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.base import Strict
+from indexfoundry.models.ids import LATEST
 from indexfoundry.models.manifests import ErrorRecord, PhaseName, RunStatus, Totals
 from indexfoundry.storage.layout import PHASES, RunLayout, is_run_id
 from indexfoundry.storage.manifest import load_manifest, lock_is_held
@@ -173,9 +174,6 @@ def becomes_latest(runs_dir: Path, run_id: str) -> bool:
         if item.status in ("completed", "partial"):
             return False
     return True
-
-
-LATEST = "latest"
 
 
 def resolve_run_id(runs_dir: Path, run_id: str) -> str:

@@ -23,29 +23,33 @@ the shrink guard refuses) leaves the served run as it is.
 
 The rooms: ``entries`` (what a flag or the file names), ``versions`` (which version a query
 picks), ``library`` (one served version: its run, built and refreshed), ``registry`` (the set one
-server serves, re-read on change and refreshed in the background), ``reader`` (listing, searching
-and reading them through ``Run`` handles).
+server serves, re-read on change and refreshed in the background), ``search`` (the one merge of
+a search over many libraries, and its pages within a token budget), ``reader`` (listing,
+searching and reading them through ``Run`` handles).
 """
 
 from indexfoundry.app.libraries.entries import LibrariesFile, LibraryEntry, parse_library_flag, read_libraries_file
 from indexfoundry.app.libraries.library import DEFAULT_REFRESH_S, Library, has_remote_sources, same_content
 from indexfoundry.app.libraries.reader import LibraryReader, iso_time
 from indexfoundry.app.libraries.registry import LibraryRegistry
-from indexfoundry.app.libraries.versions import LATEST, pick_version, version_order
+from indexfoundry.app.libraries.search import LibrarySearch, LibrarySearchPage, search_libraries
+from indexfoundry.app.libraries.versions import pick_version, version_order
 
 __all__ = [
     "DEFAULT_REFRESH_S",
-    "LATEST",
     "LibrariesFile",
     "Library",
     "LibraryEntry",
     "LibraryReader",
     "LibraryRegistry",
+    "LibrarySearch",
+    "LibrarySearchPage",
     "has_remote_sources",
     "iso_time",
     "parse_library_flag",
     "pick_version",
     "read_libraries_file",
     "same_content",
+    "search_libraries",
     "version_order",
 ]

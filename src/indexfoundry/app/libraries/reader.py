@@ -1,21 +1,19 @@
-"""Listing, searching and reading the libraries of a registry (the HTTP API's use cases)."""
+"""Listing, searching and reading the libraries of a registry (what the HTTP API and the MCP
+server answer about them)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from indexfoundry.app.libraries.library import Library
 from indexfoundry.app.libraries.registry import LibraryRegistry
-from indexfoundry.models.retrieval import SearchRequest, SearchResult
+from indexfoundry.app.libraries.search import LibrarySearch, search_libraries
+from indexfoundry.models.retrieval import SearchFilter, SearchMode
 from indexfoundry.models.serve import (
     LibrariesView,
     LibraryPageItem,
     LibraryPagesView,
     LibraryPageView,
-    LibrarySearched,
-    LibrarySearchHit,
-    LibrarySearchView,
     LibrarySectionView,
     LibraryVersionView,
 )
@@ -60,34 +58,29 @@ class LibraryReader:
 
     def search(
         self,
-        request: SearchRequest,
+        query: str,
+        *,
+        top_k: int,
         library: str | None = None,
         version: str | None = None,
+        mode: SearchMode | None = None,
+        filters: Sequence[SearchFilter] = (),
         admit: Callable[[Any], None] | None = None,
-    ) -> LibrarySearchView:
+    ) -> LibrarySearch:
         """Search one library (at the version ``version`` picks) or every library; results merged
-        by score (ties: library label, then rank) and labelled. ``admit(run)`` may refuse a run."""
-        chosen = (
-            [self.registry.resolve(library, version)] if library is not None else self.registry.latest_each(version)
+        by score (ties: library label, then rank) and labelled, to return whole (``view``) or in
+        pages within a token budget (``page``). ``admit(run)`` may refuse a run."""
+        return search_libraries(
+            self.registry,
+            self.runs,
+            query,
+            top_k=top_k,
+            library=library,
+            version=version,
+            mode=mode,
+            filters=filters,
+            admit=admit,
         )
-        searched: list[LibrarySearched] = []
-        found: list[tuple[float, str, int, Library, SearchResult]] = []
-        for lib in chosen:
-            with self.runs.using(lib.run_id()) as run:
-                if admit is not None:
-                    admit(run)
-                offered = run.profile.retrieval_config.search_modes
-                mode = request.mode if request.mode in offered else run.profile.retrieval_config.default_mode
-                response = run.search_request(request.model_copy(update={"mode": mode}))
-            searched.append(
-                LibrarySearched(
-                    library=lib.name, version=lib.version, run_id=response.run_id, indexed_at=response.indexed_at
-                )
-            )
-            found.extend((-r.score, lib.label, rank, lib, r) for rank, r in enumerate(response.results))
-        found.sort(key=lambda item: item[:3])
-        hits = [LibrarySearchHit(library=lib.name, version=lib.version, result=r) for *_, lib, r in found]
-        return LibrarySearchView(query=request.query, searched=searched, results=hits[: request.top_k])
 
     def page(
         self, name: str, version: str | None, path: str, admit: Callable[[Any], None] | None = None

@@ -14,8 +14,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from indexfoundry.errors import ConfigInvalid
-
-LATEST = "latest"
+from indexfoundry.models.ids import LATEST
 
 
 def _version(value: str) -> Version | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from indexfoundry import api
+from indexfoundry.models.ids import LATEST
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 
@@ -15,7 +16,7 @@ app = typer.Typer(help="Export a run in other formats.", no_args_is_help=True)
 
 @app.command("llms-txt")
 def llms_txt(
-    run_id: str = typer.Option("latest", "--run-id", help="Run to export ('latest': newest completed)."),
+    run_id: str = typer.Option(LATEST, "--run-id", help="Run to export ('latest': newest completed)."),
     out: Path | None = typer.Option(None, "--out", help="Folder to write to (default: the run's served/)."),
     title: str | None = typer.Option(None, "--title", help="H1 title (default: the source names)."),
     runs_dir: Path | None = RunsDir,

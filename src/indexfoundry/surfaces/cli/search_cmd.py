@@ -11,6 +11,7 @@ from typer.core import TyperCommand
 
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid, NotFound
+from indexfoundry.models.ids import LATEST
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 
@@ -135,7 +136,7 @@ def register(app: typer.Typer) -> None:
     @app.command("search", cls=_FilterTriples)
     def search(
         query: str | None = typer.Argument(None, help="What to search for (or use --queries).", show_default=False),
-        run_id: str = typer.Option("latest", "--run-id", help="Run to search ('latest': newest completed)."),
+        run_id: str = typer.Option(LATEST, "--run-id", help="Run to search ('latest': newest completed)."),
         runs_dir: Path | None = RunsDir,
         top_k: int | None = typer.Option(
             None, "--top-k", min=1, max=1000, help="Number of results (default: the run profile's default_top_k)."

@@ -9,6 +9,7 @@ import typer
 
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid
+from indexfoundry.models.ids import LATEST
 from indexfoundry.surfaces.cli.options import Json, RunsDir
 from indexfoundry.surfaces.cli.output import print_json
 from indexfoundry.surfaces.cli.phase_group import phase_group
@@ -35,7 +36,7 @@ def _rate_limit(rpm: int | None, burst: int | None, off: bool) -> RateLimitConfi
 
 @app.command("start")
 def start(
-    run_id: str = typer.Option("latest", "--run-id", help="Run to serve; 'latest' follows each new completed run."),
+    run_id: str = typer.Option(LATEST, "--run-id", help="Run to serve; 'latest' follows each new completed run."),
     runs_dir: Path | None = RunsDir,
     host: str = typer.Option("127.0.0.1", "--host", help="Bind address (127.0.0.1: this machine only)."),
     port: int = typer.Option(8080, "--port", min=1024, max=65535, help="Port."),
@@ -150,7 +151,7 @@ def stop(
 
 @app.command("openapi")
 def openapi(
-    run_id: str = typer.Option("latest", "--run-id", help="Run whose served/openapi.json is written."),
+    run_id: str = typer.Option(LATEST, "--run-id", help="Run whose served/openapi.json is written."),
     runs_dir: Path | None = RunsDir,
     no_schemas: bool = typer.Option(False, "--no-schemas", help="Leave the JSON Schemas out."),
     json_out: bool = Json,

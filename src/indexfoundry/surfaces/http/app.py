@@ -33,11 +33,6 @@ from indexfoundry.models.retrieval import AllowedFilter, SearchFilter, SearchMod
 from indexfoundry.models.serve import (
     DocumentView,
     HealthView,
-    LibrariesView,
-    LibraryPagesView,
-    LibraryPageView,
-    LibrarySearchView,
-    LibrarySectionView,
     StatsView,
 )
 from indexfoundry.surfaces.http.auth import KeyRing, Principal, auth_error, presented_key
@@ -329,7 +324,9 @@ def create_app(
     wanted = set(settings.endpoints)
     if libraries is not None:
         wanted &= {"health"}
-        _add_library_routes(app, settings, guard, libraries)
+        from indexfoundry.surfaces.http.library_routes import add_library_routes  # it imports this module
+
+        add_library_routes(app, settings, guard, libraries)
     Body = search_body_model(settings)
 
     def add_search(mode: SearchMode) -> None:
@@ -521,130 +518,6 @@ def create_app(
     app.add_middleware(RequestLogMiddleware, holder=holder, enabled=settings.log_requests)
     app.openapi = _openapi_builder(app, settings)  # type: ignore[method-assign]
     return app
-
-
-def _add_library_routes(app: FastAPI, settings: HttpSettings, guard: Guard, reader: "LibraryReader") -> None:
-    """``/libraries`` endpoints over a library registry (the MCP library tools' HTTP twin)."""
-    base = settings.base_path
-    responses = {**_ERROR_RESPONSES, **_NOT_FOUND}
-
-    def admitted(
-        request: Request,
-        x_api_key: Annotated[str | None, Depends(_api_key_header)],
-        bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    ) -> Callable[[api.Run], None]:
-        principal = guard.client(request, presented_key(f"Bearer {bearer.credentials}" if bearer else None, x_api_key))
-        return lambda run: guard.admit(run, principal)
-
-    Admit = Annotated[Callable[[api.Run], None], Depends(admitted)]
-    Library = Annotated[str, Path(min_length=1, max_length=128, description="Library name (GET /libraries)")]
-    Version = Annotated[
-        str | None,
-        Query(max_length=64, description="Exact version, 'latest' (default), '18.x' or a range like '>=18 <19'"),
-    ]
-    PagePath = Annotated[str, Query(min_length=1, max_length=2048, description="Page path (from search or pages)")]
-
-    fields: dict[str, Any] = {}
-    for name in ("query", "top_k", "filters"):
-        info = SearchRequest.model_fields[name]
-        fields[name] = (info.annotation, info)
-    fields["query"] = (str, Field(min_length=1, max_length=settings.max_query_chars, description="What to look for"))
-    fields["top_k"] = (JsonInt, Field(default=10, ge=1, le=settings.max_top_k, description="Number of results"))
-    fields["library"] = (str | None, Field(default=None, max_length=128, description="Library to search; default: all"))
-    fields["version"] = (
-        str | None,
-        Field(default=None, max_length=64, description="Exact version, 'latest' (default), '18.x' or a range"),
-    )
-    fields["mode"] = (
-        SearchMode | None,
-        Field(default=None, description="semantic, keyword or hybrid (default: each run's default mode)"),
-    )
-    LibrarySearchBody = create_model(
-        "LibrarySearchBody",
-        __config__=SearchRequest.model_config,
-        __doc__="Search one library at a version (or range), or every library at its latest.",
-        **fields,
-    )
-
-    @app.get(
-        f"{base}/libraries",
-        response_model=LibrariesView,
-        response_model_exclude_none=True,
-        responses=_ERROR_RESPONSES,
-        operation_id="list_libraries",
-        tags=["libraries"],
-    )
-    def list_libraries(
-        admit: Admit,
-        name: Annotated[str | None, Query(max_length=128, description="Only this library")] = None,
-    ) -> LibrariesView:
-        """Every library version served: its run, when it was indexed and checked, its page count."""
-        return reader.list(name)
-
-    @app.post(
-        f"{base}/libraries/search",
-        response_model=LibrarySearchView,
-        response_model_exclude_none=True,
-        responses=responses,
-        operation_id="search_libraries",
-        tags=["libraries"],
-    )
-    def search_libraries(body: LibrarySearchBody, admit: Admit) -> LibrarySearchView:
-        """Search one library (at the version or range given) or all of them; each result names its
-        library and version, results merged by score."""
-        data = body.model_dump(mode="json")
-        library, version = data.pop("library"), data.pop("version")
-        request = SearchRequest.model_validate({**data, "mode": data.get("mode") or "hybrid"})
-        return reader.search(request, library, version, admit=admit)
-
-    @app.get(
-        f"{base}/libraries/{{name}}/pages",
-        response_model=LibraryPagesView,
-        response_model_exclude_none=True,
-        responses=responses,
-        operation_id="list_library_pages",
-        tags=["libraries"],
-    )
-    def library_pages(
-        name: Library,
-        admit: Admit,
-        version: Version = None,
-        prefix: Annotated[str | None, Query(max_length=2048, description="Only paths starting with this")] = None,
-        offset: Annotated[int, Query(ge=0, description="Pages to skip")] = 0,
-        limit: Annotated[int, Query(ge=1, le=2000, description="Most pages listed")] = 200,
-    ) -> LibraryPagesView:
-        """The pages of a library version, sorted by path."""
-        return reader.pages(name, version, prefix, offset, limit, admit=admit)
-
-    @app.get(
-        f"{base}/libraries/{{name}}/page",
-        response_model=LibraryPageView,
-        response_model_exclude_none=True,
-        responses=responses,
-        operation_id="get_library_page",
-        tags=["libraries"],
-    )
-    def library_page(name: Library, path: PagePath, admit: Admit, version: Version = None) -> LibraryPageView:
-        """A whole page of a library version."""
-        return reader.page(name, version, path, admit=admit)
-
-    @app.get(
-        f"{base}/libraries/{{name}}/section",
-        response_model=LibrarySectionView,
-        response_model_exclude_none=True,
-        responses=responses,
-        operation_id="get_library_section",
-        tags=["libraries"],
-    )
-    def library_section(
-        name: Library,
-        path: PagePath,
-        heading: Annotated[str, Query(min_length=1, max_length=1024, description="Heading or breadcrumb 'A > B'")],
-        admit: Admit,
-        version: Version = None,
-    ) -> LibrarySectionView:
-        """One section of a page of a library version, by heading or breadcrumb."""
-        return reader.section(name, version, path, heading, admit=admit)
 
 
 _PAGE_CSP = (

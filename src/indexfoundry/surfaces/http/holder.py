@@ -19,11 +19,11 @@ from typing import Any
 
 from indexfoundry import api
 from indexfoundry.errors import IndexFoundryError, RunNotFound
+from indexfoundry.models.ids import LATEST
 
 log = logging.getLogger("indexfoundry.http")
 
 INUSE_KIND = "serve"
-LATEST = "latest"
 
 
 class RunHolder:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from indexfoundry.models.base import Strict
 from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeConfig, ServeEndpoint
+from indexfoundry.models.ids import LATEST
 from indexfoundry.models.retrieval import AllowedFilter
 
 DEFAULT_PORT = 8080
@@ -18,7 +19,7 @@ class HttpSettings(Strict):
     """Everything the app factory needs; built from a run's ``serve`` config (see ``from_config``)."""
 
     runs_dir: Path = Field(description="Runs folder the served run lives in")
-    run_id: str = Field(default="latest", description="Run to serve, or 'latest' (follows new completed runs)")
+    run_id: str = Field(default=LATEST, description="Run to serve, or 'latest' (follows new completed runs)")
     host: str = Field(default="127.0.0.1", description="Bind address")
     port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, description="Port (0: any free port)")
     api_info: ApiInfo = Field(default_factory=ApiInfo, description="Title, version, base path")

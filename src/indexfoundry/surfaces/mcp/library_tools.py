@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 
 from indexfoundry import api
 from indexfoundry.models.base import Strict
-from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResult
-from indexfoundry.models.serve import LibraryVersionView
+from indexfoundry.models.retrieval import SearchFilter, SearchMode
+from indexfoundry.models.serve import LibrarySearchHit, LibraryVersionView
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
 from indexfoundry.surfaces.mcp.retrieval import RetrievalTools
 from indexfoundry.surfaces.mcp.retrieval_models import (
@@ -33,7 +33,7 @@ from indexfoundry.surfaces.mcp.retrieval_models import (
 )
 
 if TYPE_CHECKING:
-    from indexfoundry.api import Library, LibraryRegistry
+    from indexfoundry.api import LibraryRegistry
 
 _LIB = "Library name (list_libraries)"
 _VERSION = "Exact version, 'latest' (default), '18.x' or a range like '>=18 <19'"
@@ -154,65 +154,27 @@ class LibraryTools:
     def search_docs(self, payload: LibrarySearchInput) -> TextAnswer:
         """Search one library (or all), labelling each result with its library and version.
 
-        Results of every library searched are merged by score (ties: library label, then each
-        library's own order), cut to ``top_k``, then paged within ``max_tokens`` like docs mode's
-        ``search_docs``: whole results as fit, a result larger than the budget in parts, and a
-        ``next_cursor`` bound to the request and to the runs searched.
+        The libraries searched are merged by score (ties: library label, then each library's own
+        order), cut to ``top_k``, then paged within ``max_tokens`` like docs mode's ``search_docs``
+        (``api.library_reader(...).search``): whole results as fit, a result larger than the
+        budget in parts, and a ``next_cursor`` bound to the request and to the runs searched.
         """
-        if payload.library is not None:
-            libraries = [self.registry.resolve(payload.library, payload.version)]
-        else:
-            libraries = self.registry.latest_each(payload.version)
-        searched: list[Searched] = []
-        found: list[tuple[float, str, int, Library, SearchResult]] = []
-        warnings: list[str] = []
-        counter: api.TokenCounter = api.CharCounter()
-        for lib in libraries:
-            with self.retrieval.using(lib.run_id()) as run:
-                if len(libraries) == 1:
-                    counter = run.token_counter  # one run: its tokenizer; several: chars/4 for all
-                offered = run.profile.retrieval_config.search_modes
-                mode: SearchMode = (
-                    payload.mode if payload.mode in offered else ("hybrid" if "hybrid" in offered else offered[0])
-                )
-                request = SearchRequest(query=payload.query, top_k=payload.top_k, mode=mode, filters=payload.filters)
-                response = run.search_request(request)
-            searched.append(
-                Searched(library=lib.name, version=lib.version, run_id=response.run_id, indexed_at=response.indexed_at)
-            )
-            warnings.extend(f"{lib.label}: {w}" for w in response.warnings)
-            for order, result in enumerate(response.results):
-                found.append((-result.score, lib.label, order, lib, result))
-        found.sort(key=lambda item: item[:3])
-        ranked = [(lib, result) for _, _, _, lib, result in found[: payload.top_k]]
+        found = api.library_reader(self.registry, self.retrieval).search(
+            payload.query,
+            top_k=payload.top_k,
+            library=payload.library,
+            version=payload.version,
+            mode=payload.mode,
+            filters=payload.filters,
+        )
+        counter = found.counter
+        searched = [Searched(**s.model_dump()) for s in found.searched]
         where = ", ".join(f"{s.library}@{s.version} (run {s.run_id}, indexed {s.indexed_at})" for s in searched)
-        head = f"Searched {where}: {len(ranked)} result(s) for {payload.query!r}."
+        head = f"Searched {where}: {len(found.hits)} result(s) for {payload.query!r}."
 
-        def hit(rank: int, item: tuple[Library, SearchResult]) -> tuple[LibraryHit, str]:
-            lib, result = item
-            crumb = result.breadcrumb or result.metadata.heading_path or result.position.section
-            path = result.source.uri + (f"#{result.source.record_id}" if result.source.record_id else "")
-            labelled = LibraryHit(
-                rank=rank,
-                library=lib.name,
-                version=lib.version,
-                path=path,
-                breadcrumb=crumb,
-                score=result.score,
-                chunk_id=result.chunk_id,
-                chars=len(result.text),
-                text_range=result.text_range,
-            )
-            place = f"{lib.label} · {path}" + (f" › {crumb}" if crumb else "")
-            return labelled, f"[{rank}] {place} (score {result.score:.3f})\n\n{result.text}"
-
-        def cost(item: tuple[Library, SearchResult]) -> int:
-            labelled, block = hit(999, item)  # the widest rank an answer numbers
+        def cost(item: LibrarySearchHit) -> int:
+            labelled, block = _hit(999, item)  # the widest rank an answer numbers
             return counter.count(block) + counter.count(labelled.model_dump_json(exclude_none=True))
-
-        def part_of(item: tuple[Library, SearchResult], start: int, end: int) -> tuple[Library, SearchResult]:
-            lib, result = item
-            return lib, result.model_copy(update={"text": result.text[start:end], "text_range": (start, end)})
 
         skeleton = LibrarySearchOutput(
             query=payload.query,
@@ -221,28 +183,14 @@ class LibraryTools:
             returned_chars=100_000,
             tokens=100_000,
             next_cursor="x" * 160,
-            warnings=warnings,
+            warnings=found.warnings,
         )
         reserve = counter.count(head) + counter.count(skeleton.model_dump_json(exclude_none=True)) + 16
-        runs = api.request_key(*(s.run_id for s in searched))
-        key = api.request_key(
-            "library-search",
-            payload.query,
-            payload.library,
-            payload.version,
-            payload.top_k,
-            payload.mode,
-            [f.model_dump(mode="json") for f in payload.filters],
-        )
-        at = api.decode_cursor(payload.cursor, "library-search", runs, key) if payload.cursor else (0, 0)
-        page, _, next_at = api.page_items(
-            ranked, at, max(payload.max_tokens - reserve, 100), cost, lambda item: item[1].text, part_of
-        )
-        first = api.cursor_index(payload.cursor) + 1 if payload.cursor else 1
+        page = found.page(max(payload.max_tokens - reserve, 100), payload.cursor, cost)
         hits: list[LibraryHit] = []
         texts = [head]
-        for rank, item in enumerate(page, start=first):
-            labelled, block = hit(rank, item)
+        for rank, item in enumerate(page.hits, start=page.first_rank):
+            labelled, block = _hit(rank, item)
             hits.append(labelled)
             texts.append(block)
         structured = LibrarySearchOutput(
@@ -251,8 +199,8 @@ class LibraryTools:
             results=hits,
             returned_chars=sum(h.chars for h in hits),
             tokens=0,
-            next_cursor=None if next_at is None else api.encode_cursor("library-search", runs, key, *next_at),
-            warnings=warnings,
+            next_cursor=page.next_cursor,
+            warnings=found.warnings,
         )
         structured.tokens = sum(counter.count(t) for t in texts) + counter.count(
             structured.model_dump_json(exclude_none=True)
@@ -335,3 +283,24 @@ class LibraryTools:
             Exposed(name=name, description=text, input_model=model, output_model=output, call=call, **common)
             for name, text, model, output, call in tools
         ]
+
+
+def _hit(rank: int, item: LibrarySearchHit) -> tuple[LibraryHit, str]:
+    """One result as ``search_docs`` gives it: its labelled metadata and its text block
+    ``[rank] library@version · path › breadcrumb (score)`` then the text."""
+    result = item.result
+    crumb = result.breadcrumb or result.metadata.heading_path or result.position.section
+    path = result.source.uri + (f"#{result.source.record_id}" if result.source.record_id else "")
+    labelled = LibraryHit(
+        rank=rank,
+        library=item.library,
+        version=item.version,
+        path=path,
+        breadcrumb=crumb,
+        score=result.score,
+        chunk_id=result.chunk_id,
+        chars=len(result.text),
+        text_range=result.text_range,
+    )
+    place = f"{item.library}@{item.version} · {path}" + (f" › {crumb}" if crumb else "")
+    return labelled, f"[{rank}] {place} (score {result.score:.3f})\n\n{result.text}"

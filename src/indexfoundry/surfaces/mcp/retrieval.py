@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from indexfoundry import api
 from indexfoundry.errors import RunNotFound
+from indexfoundry.models.ids import LATEST
 from indexfoundry.models.retrieval import SearchMode, SearchRequest, SearchResult
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
 from indexfoundry.surfaces.mcp.retrieval_models import (
@@ -29,7 +30,7 @@ from indexfoundry.surfaces.mcp.retrieval_models import (
     SearchDocsOutput,
     SectionOutput,
 )
-from indexfoundry.surfaces.mcp.security import LATEST, check_run_id
+from indexfoundry.surfaces.mcp.security import check_run_id
 
 
 # ---------------------------------------------------------------- which run
@@ -143,7 +144,7 @@ class RetrievalTools:
             next_cursor="x" * 160,
         )
         reserve = counter.count(head) + counter.count(skeleton.model_dump_json(exclude_none=True)) + 16
-        response = run.search_request(
+        page = run.search_page(
             SearchRequest(
                 query=payload.query,
                 top_k=payload.top_k,
@@ -155,11 +156,11 @@ class RetrievalTools:
             ),
             cost=cost,
         )
-        first = api.cursor_index(payload.cursor) + 1 if payload.cursor else 1
+        response = page.response
         changed = self._changed(run_id, {r.source.uri for r in response.results}) if self.flag_changed else set()
         hits: list[DocHit] = []
         texts = [head]
-        for rank, result in enumerate(response.results, start=first):
+        for rank, result in enumerate(response.results, start=page.first_rank):
             ranks.setdefault(result.chunk_id, rank)
             doc_hit, block = self._hit(rank, result, ranks)
             if result.source.uri in changed:

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid, DomainBlocked, NotFound, RunNotFound
+from indexfoundry.models.ids import LATEST
 
 # Argument names that hold run ids.
 RUN_ID_KEYS: frozenset[str] = frozenset({"run_id", "run_id_a", "run_id_b", "base_run_id", "base"})
@@ -70,7 +71,6 @@ DEFAULT_AGENT_ENV: frozenset[str] = frozenset(
 # local-model target (a folder the server loads weights from) a host path.
 MODEL_SPEC_KEYS: frozenset[str] = frozenset({"model", "embedding_model"})
 LOCAL_MODEL_PROVIDERS: frozenset[str] = frozenset({"sentence-transformers", "cross-encoder"})
-LATEST = "latest"
 
 
 @dataclass(frozen=True)
