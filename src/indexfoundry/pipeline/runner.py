@@ -155,7 +155,8 @@ def _run_phase(
     guards: RunGuards | None = None,
     base_manifest: RunManifest | None = None,
 ) -> _PhaseRun:
-    manifest = session.manifest
+    """Skip ``phase`` when unchanged, else run it between a committed 'running' entry and its
+    completed (or failed) one."""
     started = monotonic_ms()
     started_at = utc_now()
     ctx.errors = []
@@ -164,25 +165,9 @@ def _run_phase(
     try:
         inputs = phase.input_hashes(ctx)
         config_hash, fingerprint = _fingerprint(phase, ctx.config, inputs)
-        previous = manifest.phases.get(phase.name)
-        if (
-            not force
-            and previous is not None
-            and previous.status == "completed"
-            and previous.fingerprint == fingerprint
-            and artifacts_verify(ctx.layout, previous.artifacts)
-        ):
-            ctx.event("phase_skipped", phase=phase.name, reason="unchanged")
-            return _PhaseRun(
-                PhaseResult(
-                    status="skipped",
-                    duration_ms=monotonic_ms() - started,
-                    artifacts_created=0,
-                    errors=[e.message for e in previous.errors],
-                    reused=previous.outputs.count,
-                ),
-                None,
-            )
+        skipped = _skipped(ctx, session.manifest, phase, force, fingerprint, started)
+        if skipped is not None:
+            return skipped
         running = PhaseManifest(
             started_at=started_at,
             status="running",
@@ -193,20 +178,8 @@ def _run_phase(
             fingerprint=fingerprint,
             inputs=HashList(count=len(inputs), hashes=inputs),
         )
-        committed = manifest.phases.get(phase.name)
-        ctx.previous_phase = committed if committed is not None and committed.status == "completed" else None
-        manifest.phases[phase.name] = running
-        manifest.current_phase = phase.name
-        manifest.status = "running"
-        session.commit(totals=False)
-        ctx.event("phase_started", phase=phase.name, forced=force)
-        try:
-            outcome = phase_runner(ctx, phase)
-        except (OSError, sqlite3.Error) as exc:  # a full disk fails the phase with a clear, recoverable error
-            full = storage_full(exc)
-            if full is None:
-                raise
-            raise full from exc
+        _start(ctx, session, phase, running, force)
+        outcome = _outcome(ctx, phase, phase_runner)
         # An empty or shrunken output fails the run here, before later phases spend anything on it.
         guarded = check_phase_output(
             phase.name, outcome.output_count, base_manifest, guards or RunGuards(), ctx.layout.run_id
@@ -214,31 +187,94 @@ def _run_phase(
         if guarded is not None:
             raise guarded
     except IndexFoundryError as error:
-        if not ctx.errors or ctx.errors[-1].message != error.message:
-            ctx.errors.append(ErrorRecord.from_error(error, phase=phase.name))
-            from indexfoundry.storage.atomic import append_ndjson
+        return _failed(ctx, session.manifest, phase, error, started)
+    return _completed(ctx, phase, running, outcome, started)
 
-            append_ndjson(
-                ctx.layout.errors_log,
-                {"ts": utc_now(), **ctx.errors[-1].model_dump(mode="json", exclude_none=True)},
-            )
-        duration = monotonic_ms() - started
-        failed = manifest.phases.get(phase.name)
-        if failed is not None and failed.status == "running":
-            failed.status = "failed"
-            failed.completed_at = utc_now()
-            failed.duration_ms = duration
-            failed.errors = list(ctx.errors)
-        ctx.event("phase_failed", phase=phase.name, code=error.code)
-        return _PhaseRun(
-            PhaseResult(
-                status="failed",
-                duration_ms=duration,
-                artifacts_created=0,
-                errors=[e.message for e in ctx.errors],
-            ),
-            failed,
+
+def _skipped(
+    ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bool, fingerprint: str, started: int
+) -> _PhaseRun | None:
+    """The skipped result of a phase whose completed entry has this fingerprint and whose
+    artifacts still verify (never when forced); None when it has to run."""
+    previous = manifest.phases.get(phase.name)
+    if (
+        force
+        or previous is None
+        or previous.status != "completed"
+        or previous.fingerprint != fingerprint
+        or not artifacts_verify(ctx.layout, previous.artifacts)
+    ):
+        return None
+    ctx.event("phase_skipped", phase=phase.name, reason="unchanged")
+    return _PhaseRun(
+        PhaseResult(
+            status="skipped",
+            duration_ms=monotonic_ms() - started,
+            artifacts_created=0,
+            errors=[e.message for e in previous.errors],
+            reused=previous.outputs.count,
+        ),
+        None,
+    )
+
+
+def _start(ctx: PhaseContext, session: RunSession, phase: Phase, running: PhaseManifest, force: bool) -> None:
+    """Commit the phase's 'running' entry (the last completed one stays in ``ctx.previous_phase``)."""
+    manifest = session.manifest
+    committed = manifest.phases.get(phase.name)
+    ctx.previous_phase = committed if committed is not None and committed.status == "completed" else None
+    manifest.phases[phase.name] = running
+    manifest.current_phase = phase.name
+    manifest.status = "running"
+    session.commit(totals=False)
+    ctx.event("phase_started", phase=phase.name, forced=force)
+
+
+def _outcome(ctx: PhaseContext, phase: Phase, phase_runner: PhaseRunner) -> PhaseOutcome:
+    try:
+        return phase_runner(ctx, phase)
+    except (OSError, sqlite3.Error) as exc:  # a full disk fails the phase with a clear, recoverable error
+        full = storage_full(exc)
+        if full is None:
+            raise
+        raise full from exc
+
+
+def _failed(
+    ctx: PhaseContext, manifest: RunManifest, phase: Phase, error: IndexFoundryError, started: int
+) -> _PhaseRun:
+    """The failed result: the error recorded once (errors.ndjson), a running entry marked failed."""
+    if not ctx.errors or ctx.errors[-1].message != error.message:
+        ctx.errors.append(ErrorRecord.from_error(error, phase=phase.name))
+        from indexfoundry.storage.atomic import append_ndjson
+
+        append_ndjson(
+            ctx.layout.errors_log,
+            {"ts": utc_now(), **ctx.errors[-1].model_dump(mode="json", exclude_none=True)},
         )
+    duration = monotonic_ms() - started
+    failed = manifest.phases.get(phase.name)
+    if failed is not None and failed.status == "running":
+        failed.status = "failed"
+        failed.completed_at = utc_now()
+        failed.duration_ms = duration
+        failed.errors = list(ctx.errors)
+    ctx.event("phase_failed", phase=phase.name, code=error.code)
+    return _PhaseRun(
+        PhaseResult(
+            status="failed",
+            duration_ms=duration,
+            artifacts_created=0,
+            errors=[e.message for e in ctx.errors],
+        ),
+        failed,
+    )
+
+
+def _completed(
+    ctx: PhaseContext, phase: Phase, running: PhaseManifest, outcome: PhaseOutcome, started: int
+) -> _PhaseRun:
+    """The completed result and entry: the phase's artifacts recorded with their hashes."""
     duration = monotonic_ms() - started
     reused, new = outcome.reused, outcome.new
     if ctx.base_layout is not None:
@@ -329,7 +365,6 @@ def execute(
     """
     forced = set(force_phases)
     started = monotonic_ms()
-    results: dict[PhaseName, PhaseResult] = {}
     # Artifacts are made durable at the manifest commits, one sync each (storage/atomic.py).
     with deferred_sync(), RunSession.open(layout) as session:
         remove_stale_temp_files(layout.root)  # writes a SIGKILLed process never finished
@@ -348,54 +383,14 @@ def execute(
             executor=executor,
             openapi_writer=openapi_writer,
         )
-        failed = False
         run_guards = guards or RunGuards(max_shrink=config.max_shrink)
         base_manifest = load_manifest(base_layout) if base_layout is not None else None
         if base_layout is not None:
             manifest.base_run_id = manifest.base_run_id or base_layout.run_id
         base_mark = in_use(layout.runs_dir, base_layout.run_id, "base") if base_layout else contextlib.nullcontext()
         with base_mark:
-            for name in phases:
-                phase = get_phase(name)
-                lock = (
-                    shared_store_lock(layout.runs_dir, config.index.vector_db)
-                    if name == "index"
-                    else contextlib.nullcontext()
-                )
-                with lock:
-                    outcome = _run_phase(
-                        ctx,
-                        session,
-                        phase,
-                        force=name in forced,
-                        phase_runner=phase_runner,
-                        guards=run_guards,
-                        base_manifest=base_manifest,
-                    )
-                results[phase.name] = outcome.result
-                if outcome.manifest is not None:
-                    manifest.phases[phase.name] = outcome.manifest
-                    manifest.timing.phase_durations[phase.name] = outcome.result.duration_ms
-                manifest.current_phase = None
-                if outcome.result.status == "failed":
-                    failed = True
-                    break
-                session.commit()
-        manifest.totals = totals_of(manifest)
-        complete = all(
-            (done := manifest.phases.get(cast(PhaseName, p))) is not None and done.status == "completed" for p in PHASES
-        )
-        if not failed and becomes_latest(layout.runs_dir, layout.run_id):
-            # The commit point: every phase and guard has passed, 'latest' moves with this commit.
-            failed = not _publish(ctx, manifest)
-            manifest.totals = totals_of(manifest)
-        if failed:
-            manifest.status = "failed"
-        elif manifest.totals.errors_encountered or not complete:
-            manifest.status = "partial"
-        else:
-            manifest.status = "completed"
-        manifest.completed_at = utc_now()
+            results, failed = _run_phases(ctx, session, phases, forced, phase_runner, run_guards, base_manifest)
+        _finish(ctx, manifest, failed)
         duration = monotonic_ms() - started
         manifest.timing = Timing(
             total_duration_ms=sum(manifest.timing.phase_durations.values()),
@@ -417,3 +412,63 @@ def execute(
             errors=manifest.totals.errors_encountered,
         ),
     )
+
+
+def _run_phases(
+    ctx: PhaseContext,
+    session: RunSession,
+    phases: Iterable[str],
+    forced: set[str],
+    phase_runner: PhaseRunner,
+    guards: RunGuards,
+    base_manifest: RunManifest | None,
+) -> tuple[dict[PhaseName, PhaseResult], bool]:
+    """Each phase in order, its end committed; stops at the first that fails. (results, failed)"""
+    manifest = session.manifest
+    results: dict[PhaseName, PhaseResult] = {}
+    for name in phases:
+        phase = get_phase(name)
+        lock = (
+            shared_store_lock(ctx.layout.runs_dir, ctx.config.index.vector_db)
+            if name == "index"
+            else contextlib.nullcontext()
+        )
+        with lock:
+            outcome = _run_phase(
+                ctx,
+                session,
+                phase,
+                force=name in forced,
+                phase_runner=phase_runner,
+                guards=guards,
+                base_manifest=base_manifest,
+            )
+        results[phase.name] = outcome.result
+        if outcome.manifest is not None:
+            manifest.phases[phase.name] = outcome.manifest
+            manifest.timing.phase_durations[phase.name] = outcome.result.duration_ms
+        manifest.current_phase = None
+        if outcome.result.status == "failed":
+            return results, True
+        session.commit()
+    return results, False
+
+
+def _finish(ctx: PhaseContext, manifest: RunManifest, failed: bool) -> None:
+    """The run's totals and status; a run that passed everything and becomes 'latest' publishes."""
+    layout = ctx.layout
+    manifest.totals = totals_of(manifest)
+    complete = all(
+        (done := manifest.phases.get(cast(PhaseName, p))) is not None and done.status == "completed" for p in PHASES
+    )
+    if not failed and becomes_latest(layout.runs_dir, layout.run_id):
+        # The commit point: every phase and guard has passed, 'latest' moves with this commit.
+        failed = not _publish(ctx, manifest)
+        manifest.totals = totals_of(manifest)
+    if failed:
+        manifest.status = "failed"
+    elif manifest.totals.errors_encountered or not complete:
+        manifest.status = "partial"
+    else:
+        manifest.status = "completed"
+    manifest.completed_at = utc_now()

@@ -142,65 +142,13 @@ class ExtractPhase(Phase):
         return copied, max(0, output_count - copied)
 
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
-        from indexfoundry.phases.extract.workers import ExtractJob, ExtractResult, default_workers
-        from indexfoundry.phases.isolation import Limits
-
         layout = ctx.layout
         cfg = ctx.config.extract
         raws = [RawRecord.model_validate(row) for row in iter_jsonl(layout.raw_manifest)]
-        options = ExtractOptions.from_config(ctx.config)
-        documents: list[ExtractedDocument] = []
-        written: set[Path] = set()
-        warnings: list[str] = []
-        skipped: list[dict[str, str]] = []
-        failures: list[dict[str, str]] = []
-        jobs: list[ExtractJob] = []
-        with ctx.progress.task("extract", total=len(raws)) as task:
-            for index, raw in enumerate(raws):
-                # Incremental run or rerun in place: unchanged raw files take their extraction
-                # from the base run (or this run's last committed extraction).
-                if reuse_source(ctx) is not None and reuse_extracted(ctx, raw, documents, written, warnings):
-                    task.advance()
-                    continue
-                # Everything else is extracted by extract_bytes(data, raw, config) in a worker.
-                jobs.append(ExtractJob(index, str(layout.root / raw.path), raw, ctx.config, options))
-            workers = default_workers() if cfg.workers is None else cfg.workers
-            extracted: dict[int, list[ExtractedDocument]] = {}
-            # Per job, per item: (warnings, empty, record id) -- what is left once the files are written.
-            notes: dict[int, list[tuple[list[str], bool, str | None]]] = {}
-
-            def store(job: ExtractJob, result: ExtractResult) -> None:
-                # Written as each job finishes, so only pending documents are held in memory;
-                # the files are content-addressed and documents.jsonl is sorted, so the order
-                # the workers finish in changes nothing.
-                extracted[job.key] = [
-                    self._write(layout, job.raw, item, written) for item in result.items if item.text.strip()
-                ]
-                notes[job.key] = [(item.warnings, item.empty, item.record_id) for item in result.items]
-                result.items = []
-                task.advance()
-
-            limits = Limits(workers, cfg.timeout_s, cfg.memory_mb)
-            results = _run_on(ctx.executor, jobs, limits, ctx.config.execution.raw_transfer, store)
-        for job in jobs:  # raw-manifest order, whatever order the workers finished in
-            raw, result = job.raw, results[job.key]
-            if result.unsupported is not None:
-                skipped.append({"uri": raw.uri, "reason": result.unsupported})
-                continue
-            if result.error is not None:
-                failures.append({"uri": raw.uri, "code": result.error.code, "message": result.error.message})
-                ctx.record_error(result.error, "extract", uri=raw.uri)
-                continue
-            for item_warnings, empty, record_id in notes.get(job.key, []):
-                warnings.extend(f"{raw.uri}: {w}" for w in item_warnings)
-                if empty:
-                    error = EmptyContent(
-                        f"no text could be extracted from {raw.uri}" + (f" (record {record_id})" if record_id else ""),
-                        suggestion="Check the file; for scanned PDFs use pdf_mode: ocr",
-                    )
-                    failures.append({"uri": raw.uri, "code": error.code, "message": error.message})
-                    ctx.record_error(error, "extract", uri=raw.uri)
-            documents.extend(extracted.get(job.key, []))
+        found = _Found()
+        jobs, results, workers = self._extract(ctx, raws, found)
+        _gather(ctx, jobs, results, found)
+        documents = found.documents
         # The commit a repo file was read at is the run's, also for documents taken from a base run.
         commits = {raw.uri: raw.commit for raw in raws if raw.commit}
         if commits:
@@ -214,22 +162,22 @@ class ExtractPhase(Phase):
             "pdf_mode": cfg.pdf_mode,
             "documents_extracted": len(documents),
             "documents_by_format": dict(sorted(Counter(d.format for d in documents).items())),
-            "files_failed": len(failures),
-            "failures": sorted(failures, key=lambda f: (f["uri"], f["message"])),
-            "files_skipped": sorted(skipped, key=lambda s: s["uri"]),
+            "files_failed": len(found.failures),
+            "failures": sorted(found.failures, key=lambda f: (f["uri"], f["message"])),
+            "files_skipped": sorted(found.skipped, key=lambda s: s["uri"]),
             "chars_extracted": sum(d.char_count for d in documents),
             "pdf": pdf_stats,
-            "warnings": sorted(warnings),
+            "warnings": sorted(found.warnings),
         }
         write_artifact(layout.extraction_report, ExtractionReport.model_validate(report))
-        _prune(layout, written | {layout.documents, layout.extraction_report})
+        _prune(layout, found.written | {layout.documents, layout.extraction_report})
         return PhaseOutcome(
-            artifacts=[*sorted(written), layout.documents, layout.extraction_report],
+            artifacts=[*sorted(found.written), layout.documents, layout.extraction_report],
             output_count=len(documents),
             stats={
                 "documents": len(documents),
-                "files_failed": len(failures),
-                "files_skipped": len(skipped),
+                "files_failed": len(found.failures),
+                "files_skipped": len(found.skipped),
                 "chars_extracted": report["chars_extracted"],
                 "pdf_pages": pdf_stats["pages_processed"],
                 "workers": workers if jobs else 0,
@@ -238,6 +186,46 @@ class ExtractPhase(Phase):
             new=len(documents) - ctx.reuse_counts.get("extract", 0),
             record_counts={"extracted/documents.jsonl": len(documents)},
         )
+
+    def _extract(
+        self, ctx: PhaseContext, raws: list[RawRecord], found: _Found
+    ) -> tuple[list[Any], dict[int, Any], int]:
+        """Every raw file's extraction: taken from the base run when unchanged, else a job for the
+        run's executor, its files written as it finishes. (jobs, results by job key, workers)"""
+        from indexfoundry.phases.extract.workers import ExtractJob, ExtractResult, default_workers
+        from indexfoundry.phases.isolation import Limits
+
+        layout = ctx.layout
+        cfg = ctx.config.extract
+        options = ExtractOptions.from_config(ctx.config)
+        jobs: list[ExtractJob] = []
+        with ctx.progress.task("extract", total=len(raws)) as task:
+            for index, raw in enumerate(raws):
+                # Incremental run or rerun in place: unchanged raw files take their extraction
+                # from the base run (or this run's last committed extraction).
+                if reuse_source(ctx) is not None and reuse_extracted(
+                    ctx, raw, found.documents, found.written, found.warnings
+                ):
+                    task.advance()
+                    continue
+                # Everything else is extracted by extract_bytes(data, raw, config) in a worker.
+                jobs.append(ExtractJob(index, str(layout.root / raw.path), raw, ctx.config, options))
+            workers = default_workers() if cfg.workers is None else cfg.workers
+
+            def store(job: ExtractJob, result: ExtractResult) -> None:
+                # Written as each job finishes, so only pending documents are held in memory;
+                # the files are content-addressed and documents.jsonl is sorted, so the order
+                # the workers finish in changes nothing.
+                found.extracted[job.key] = [
+                    self._write(layout, job.raw, item, found.written) for item in result.items if item.text.strip()
+                ]
+                found.notes[job.key] = [(item.warnings, item.empty, item.record_id) for item in result.items]
+                result.items = []
+                task.advance()
+
+            limits = Limits(workers, cfg.timeout_s, cfg.memory_mb)
+            results = _run_on(ctx.executor, jobs, limits, ctx.config.execution.raw_transfer, store)
+        return jobs, results, workers
 
     def _write(self, layout: RunLayout, raw: RawRecord, item: ExtractedText, written: set[Path]) -> ExtractedDocument:
         from indexfoundry.phases.extract.markdown import find_headings
@@ -272,6 +260,45 @@ class ExtractPhase(Phase):
             record_id=item.record_id,
             metadata=item.metadata,
         )
+
+
+@dataclass
+class _Found:
+    """What the extract phase found so far: documents, the files it wrote, and what went wrong."""
+
+    documents: list[ExtractedDocument] = field(default_factory=list)
+    written: set[Path] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    failures: list[dict[str, str]] = field(default_factory=list)
+    # Per job key: its documents, and per item (warnings, empty, record id) -- what is left of a
+    # job's result once its files are written.
+    extracted: dict[int, list[ExtractedDocument]] = field(default_factory=dict)
+    notes: dict[int, list[tuple[list[str], bool, str | None]]] = field(default_factory=dict)
+
+
+def _gather(ctx: PhaseContext, jobs: list[Any], results: dict[int, Any], found: _Found) -> None:
+    """The jobs' outcomes in raw-manifest order, whatever order the workers finished in: files
+    skipped as unsupported, failures recorded (an empty extraction is EMPTY_CONTENT), documents."""
+    for job in jobs:
+        raw, result = job.raw, results[job.key]
+        if result.unsupported is not None:
+            found.skipped.append({"uri": raw.uri, "reason": result.unsupported})
+            continue
+        if result.error is not None:
+            found.failures.append({"uri": raw.uri, "code": result.error.code, "message": result.error.message})
+            ctx.record_error(result.error, "extract", uri=raw.uri)
+            continue
+        for item_warnings, empty, record_id in found.notes.get(job.key, []):
+            found.warnings.extend(f"{raw.uri}: {w}" for w in item_warnings)
+            if empty:
+                error = EmptyContent(
+                    f"no text could be extracted from {raw.uri}" + (f" (record {record_id})" if record_id else ""),
+                    suggestion="Check the file; for scanned PDFs use pdf_mode: ocr",
+                )
+                found.failures.append({"uri": raw.uri, "code": error.code, "message": error.message})
+                ctx.record_error(error, "extract", uri=raw.uri)
+        found.documents.extend(found.extracted.get(job.key, []))
 
 
 def _run_on(executor: Executor, jobs: list[Any], limits: Any, transfer: str, store: Any) -> dict[int, Any]:
