@@ -128,7 +128,7 @@ def test_persistent_server_errors_give_a_recoverable_embed_error_naming_provider
 
 
 def test_batch_failure_in_the_phase_names_the_batch(tmp_path: Path, server):
-    from indexfoundry.phases.index import embed_with_cache
+    from indexfoundry.phases.index.embedding import embed_with_cache
 
     server.script = [("malformed", None)]
     embedder = OpenAIEmbedder("test-embed", base_url=server.base_url, api_key_env="TEST_EMBED_KEY")

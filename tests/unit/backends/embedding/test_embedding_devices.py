@@ -26,7 +26,8 @@ from indexfoundry.backends.embedding.devices import (
 )
 from indexfoundry.backends.embedding.providers import HashEmbedder
 from indexfoundry.phases.executor import LocalExecutor
-from indexfoundry.phases.index import EmbedBatch, EmbedOnWorker, cache_model_key
+from indexfoundry.phases.index.embedding import cache_model_key
+from indexfoundry.phases.index.workers import EmbedBatch, EmbedOnWorker
 
 ONNX_CUDA = [CUDA_PROVIDER, "CPUExecutionProvider"]
 ONNX_CPU = ["AzureExecutionProvider", "CPUExecutionProvider"]

@@ -1,0 +1,178 @@
+"""Phase 4, index (``IndexPhase``): embed (``embedding.py``), upsert (``upsert.py``), the BM25
+keyword index, and the phase's artifacts and manifest figures; ``publish`` switches a staging
+store (pgvector) when the run becomes ``latest``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from indexfoundry.backends.embedding.providers import Embedder, embedding_backend, resolve_embedder
+from indexfoundry.backends.stores import PUBLISHING_PROVIDERS, publish, seed_from_base, takes_concurrent_writers
+from indexfoundry.errors import IndexFoundryError
+from indexfoundry.models.artifacts import UpsertStats
+from indexfoundry.models.config import PipelineConfig
+from indexfoundry.models.manifests import PhaseManifest
+from indexfoundry.models.records import DocumentChunk
+from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version, upstream_artifact_hashes
+from indexfoundry.phases.executor import Executor
+from indexfoundry.phases.index.embedding import Embedded, embed_chunks
+from indexfoundry.phases.index.upsert import open_run_store, upsert_chunks, vector_manifest
+from indexfoundry.storage.artifacts import write_artifact
+from indexfoundry.storage.atomic import iter_jsonl, read_json
+from indexfoundry.storage.hashing import sha256_file
+from indexfoundry.storage.layout import RunLayout
+
+
+class IndexPhase(Phase):
+    name = "index"
+    version = "2"
+
+    def config_slice(self, config: PipelineConfig) -> Any:
+        return config.index.model_dump(mode="json")
+
+    def tool_versions(self) -> dict[str, str]:
+        return {
+            **super().tool_versions(),
+            "chromadb": package_version("chromadb"),
+            "sentence-transformers": package_version("sentence-transformers"),
+            "torch": package_version("torch"),
+            "onnxruntime": package_version("onnxruntime"),
+            # The keyword index is built here too: its tokenizer and stemmer shape it.
+            "bm25s": package_version("bm25s"),
+            "PyStemmer": package_version("PyStemmer"),
+        }
+
+    def input_hashes(self, ctx: PhaseContext) -> list[str]:
+        return upstream_artifact_hashes(ctx, "normalize")
+
+    def publish(self, ctx: PhaseContext) -> None:
+        """The run becomes ``latest``: a store that stages runs (pgvector) switches to its vectors."""
+        if ctx.config.index.vector_db.provider not in PUBLISHING_PROVIDERS:
+            return
+        store = open_run_store(ctx.layout, ctx.config)
+        try:
+            publish(store)
+        finally:
+            store.close()
+
+    def run(self, ctx: PhaseContext) -> PhaseOutcome:
+        layout = ctx.layout
+        config = ctx.config.index
+        chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(layout.chunks)]
+        embedder: Embedder = ctx.embedder_override or resolve_embedder(
+            config.embedding_model, config, warn=lambda message: ctx.log(f"warning: {message}")
+        )
+        committed = committed_vectors(layout, ctx.previous_phase)
+        embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.executor)
+        ordered = embedded.chunks
+        seeded = not ctx.force and ctx.base_layout is not None and _seed_store(ctx, ctx.base_layout, embedded.model_id)
+        store = open_run_store(layout, ctx.config)
+        try:
+            upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress, ctx.executor, layout)
+        finally:
+            store.close()
+        store_ops = upsert.pop("stats")
+        # Not in the artifact: who wrote the store differs by executor (see upsert_chunks).
+        by_workers = ctx.executor.remote and takes_concurrent_writers(config.vector_db)
+        # The artifact counts changes against the run's last committed index, not the live store, so
+        # a run resumed after dying between its upsert and its manifest writes the same file as a clean
+        # run. What this attempt actually sent to the store goes to the phase manifest's stats.
+        upsert["stats"] = changes_since(committed, embedded)
+        write_artifact(layout.upsert_stats, UpsertStats.model_validate(upsert))
+        write_artifact(layout.vector_manifest, vector_manifest(layout, config.vector_db, embedded))
+        from indexfoundry.backends.keyword.bm25 import build_keyword_index
+
+        keyword_files = build_keyword_index(layout, ordered)  # BM25 for keyword/hybrid search
+        return PhaseOutcome(
+            artifacts=[layout.embeddings, layout.upsert_stats, layout.vector_manifest, *keyword_files],
+            output_count=len(ordered),
+            stats={
+                **upsert["stats"],
+                "store_writes": store_ops["vectors_sent"],
+                "store_copied_from_base": seeded,
+                "store_pruned": store_ops["vectors_pruned"],
+                "texts_embedded": embedded.embedded,
+                "texts_from_cache": embedded.reused,
+                "chunks_in_windows": len(embedded.windows),
+                "window_vectors": sum(len(w) for w in embedded.windows.values()),
+            },
+            details={
+                "model": embedded.model_id,
+                "model_sha256": _model_hash(embedded.model_id),
+                **_backend_details(embedder, ctx.executor),
+                # Who wrote the store: on a cluster, its workers (a server store) or the driver.
+                **({"store_written_by": "workers" if by_workers else "driver"} if ctx.executor.remote else {}),
+            },
+            reused=embedded.reused,
+            new=embedded.embedded,
+            record_counts={"indexed/embeddings.jsonl": len(embedded.rows())},
+        )
+
+
+def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:
+    """Copy the base run's embedded store when it holds this model's vectors with the same
+    store settings (``--base`` runs then write only what changed)."""
+    from indexfoundry.storage.manifest import load_manifest, load_run_config
+
+    try:
+        entry = load_manifest(base).phases.get("index")
+        same = (
+            entry is not None
+            and entry.status == "completed"
+            and load_run_config(base).index.vector_db == ctx.config.index.vector_db
+            and read_json(base.vector_manifest).get("model_used") == model_id
+        )
+    except (IndexFoundryError, OSError, ValueError):
+        return False
+    return same and seed_from_base(ctx.config.index.vector_db, ctx.layout, base)
+
+
+def committed_vectors(layout: RunLayout, previous: PhaseManifest | None) -> dict[str, str]:
+    """chunk id -> (model, text hash) of the run's last committed index, if its embeddings still verify."""
+    if previous is None:
+        return {}
+    recorded = {a.path: a.sha256 for a in previous.artifacts}
+    rel = layout.embeddings.relative_to(layout.root).as_posix()
+    if rel not in recorded or not layout.embeddings.is_file() or sha256_file(layout.embeddings) != recorded[rel]:
+        return {}
+    return {row["chunk_id"]: f"{row['model']}|{row['text_hash']}" for row in iter_jsonl(layout.embeddings)}
+
+
+def changes_since(committed: dict[str, str], embedded: Embedded) -> dict[str, int]:
+    """Vectors inserted / updated / unchanged / pruned relative to the last committed index."""
+    current = {store_id: f"{embedded.model_id}|{text_hash}" for store_id, _c, text_hash in embedded.rows()}
+    inserted = sum(1 for cid in current if cid not in committed)
+    updated = sum(1 for cid, key in current.items() if cid in committed and committed[cid] != key)
+    return {
+        "vectors": len(current),
+        "vectors_inserted": inserted,
+        "vectors_updated": updated,
+        "vectors_unchanged": len(current) - inserted - updated,
+        "vectors_pruned": sum(1 for cid in committed if cid not in current),
+        "vectors_failed": 0,
+    }
+
+
+def _backend_details(embedder: Embedder, executor: Executor) -> dict[str, Any]:
+    """Which backend ran a local model (ONNX Runtime or the sentence-transformers fallback), the
+    hash of the ONNX file it ran and the device(s) it ran on (this process: the CPU; a remote
+    executor's workers: what they reported, per worker in ``details.executor.devices``);
+    nothing for API and hash models."""
+    backend = embedding_backend(embedder)
+    if backend not in ("onnxruntime", "sentence-transformers"):
+        return {}
+    devices = executor.embedding_devices()
+    return {
+        "embedding_backend": backend,
+        "model_file_sha256": getattr(embedder, "file_sha256", None),
+        "embedding_device": ",".join(devices) if devices else "cpu",
+    }
+
+
+def _model_hash(model_id: str) -> str | None:
+    if model_id.startswith(("local:", "local-int8:")):
+        from indexfoundry.backends.embedding.providers import LOCAL_MODEL_SHA256
+
+        return LOCAL_MODEL_SHA256
+    return None
