@@ -6,10 +6,12 @@ use cases below the surfaces need two things from it: the OpenAPI spec generated
 the server runs (the serve phase writes it to ``served/openapi.json``, so the spec and the
 server cannot disagree), and a server started in the background (``serve.auto_start``, the
 ``indexfoundry_serve_start`` tool). They reach them through ``HttpSurface``, the one port of
-this layer onto a surface: the HTTP surface's implementation (``surfaces/http/provider.py``)
-is found by name, like a plugin entry point, the first time one is needed, so no module below
-the surfaces imports a surface and a library call of ``api.pipeline_run`` writes the same
-spec as the CLI. ``use_http_surface`` hands in another one.
+this layer onto a surface. The HTTP surface offers its implementation
+(``surfaces/http/provider.py``) as a plugin does, through the package's entry point
+``indexfoundry.surfaces: http`` (``pyproject.toml``), loaded the first time one is needed: no
+module below the surfaces imports a surface, the only arrow to it is declared in the package
+metadata, and a library call of ``api.pipeline_run`` writes the same spec as the CLI.
+``use_http_surface`` hands in another one.
 
 A server records itself in ``<runs>/.servers/<port>.json`` while it runs (``ServerRecords``), so
 ``serve status`` and ``serve stop`` can find it.
@@ -18,11 +20,11 @@ A server records itself in ``<runs>/.servers/<port>.json`` while it runs (``Serv
 from __future__ import annotations
 
 import contextlib
-import pkgutil
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from indexfoundry.errors import RunNotFound
+from indexfoundry.errors import ConfigInvalid, RunNotFound
 from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeConfig, ServeEndpoint
 from indexfoundry.models.ids import LATEST
 from indexfoundry.models.retrieval import RetrievalProfile
@@ -40,8 +42,8 @@ if TYPE_CHECKING:
 
 STARTUP_TIMEOUT_S = 60.0
 
-# Where the HTTP surface's implementation of ``HttpSurface`` is (``pkgutil.resolve_name`` form).
-HTTP_SURFACE = "indexfoundry.surfaces.http.provider:HTTP_SURFACE"
+# The entry-point group through which surfaces offer themselves to the use cases below them.
+SURFACES_GROUP = "indexfoundry.surfaces"
 
 
 class HttpSurface(Protocol):
@@ -73,10 +75,16 @@ _surface: HttpSurface | None = None
 
 
 def http_surface() -> HttpSurface:
-    """The HTTP surface: the one handed in with ``use_http_surface``, else ``HTTP_SURFACE``."""
+    """The HTTP surface: the one handed in with ``use_http_surface``, else the installed one."""
     global _surface
     if _surface is None:
-        _surface = pkgutil.resolve_name(HTTP_SURFACE)
+        found = entry_points(group=SURFACES_GROUP, name="http")
+        if not found:
+            raise ConfigInvalid(
+                "IndexFoundry's HTTP surface is not installed (no 'indexfoundry.surfaces: http' entry point)",
+                suggestion="Reinstall IndexFoundry (scripts/setup.sh, or pip install the package or its wheel)",
+            )
+        _surface = next(iter(found)).load()
     return _surface
 
 

@@ -1,7 +1,8 @@
 """The HTTP surface's side of ``app.serving.HttpSurface``: what the use cases below the
 surfaces ask of it (the OpenAPI spec of the app a server runs, a server in the background).
 
-``app.serving`` finds ``HTTP_SURFACE`` by name when it first needs it; FastAPI loads only then.
+The package offers ``HTTP_SURFACE`` through its entry point ``indexfoundry.surfaces: http``
+(``pyproject.toml``); ``app.serving`` loads it when it first needs it, and FastAPI loads only then.
 """
 
 from __future__ import annotations

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import pkgutil
+from importlib.metadata import entry_points
 from pathlib import Path
 
-from indexfoundry.app.serving import HTTP_SURFACE, http_surface
+from indexfoundry.app.serving import SURFACES_GROUP, http_surface
 from indexfoundry.models.config import ServeConfig
 from indexfoundry.surfaces.http import HttpSettings, openapi_spec
 from indexfoundry.surfaces.http.provider import HttpSurfaceProvider
 
 
-def test_the_http_surface_the_use_cases_find_by_name_is_this_packages_provider():
-    assert http_surface() is pkgutil.resolve_name(HTTP_SURFACE)
+def test_the_http_surface_the_use_cases_load_is_the_one_the_package_declares_as_its_entry_point():
+    (declared,) = entry_points(group=SURFACES_GROUP, name="http")
+    assert declared.value == "indexfoundry.surfaces.http.provider:HTTP_SURFACE"
+    assert http_surface() is declared.load()
     assert isinstance(http_surface(), HttpSurfaceProvider)
 
 
