@@ -122,7 +122,7 @@ class AgentConnect(Strict):
     sources: list[AgentSource] = config_field(ConnectConfig, "sources")
     fetch: ConnectionName | None = Field(
         default=None,
-        description="Fetch connection of the operator: its private hosts, and its headers (sent to its hosts only)",
+        description="The operator's fetch connection to use (its private hosts and credentials)",
     )
     allowed_domains: list[str] = config_field(ConnectConfig, "allowed_domains")
     blocked_domains: list[str] = config_field(ConnectConfig, "blocked_domains")

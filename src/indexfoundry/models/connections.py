@@ -38,7 +38,7 @@ from indexfoundry.models.values import canonical_url, parse_dsn
 # What a connection is called: lower-case letters, digits, '-' and '_' (no spaces, no dots).
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 ConnectionName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME.pattern)]
+EnvName = Annotated[str, StringConstraints(pattern=f"^{ENV_NAME.pattern}$")]
 Kind = Literal["embeddings", "stores", "rerankers", "fetch"]
 _LABELS: dict[str, str] = {"embeddings": "embedding", "stores": "store", "rerankers": "reranker", "fetch": "fetch"}
 
@@ -297,7 +297,13 @@ def load_connections(path: Path) -> Connections:
     try:
         connections = Connections.model_validate(read_config_file(path))
     except ValidationError as exc:
-        raise validation_error(exc, str(path), Connections) from None
+        error = validation_error(exc, str(path), Connections)
+        error.suggestion = (
+            error.suggestion.split(";")[0] + " (docs/mcp.md, 'The connections file', shows every provider)"
+            if error.suggestion
+            else None
+        )
+        raise error from None
     base = path.resolve().parent
     for store in connections.stores.values():
         store.resolved_paths(base)

@@ -38,7 +38,7 @@ from indexfoundry.models.ids import RunId, RunIdOrLatest
 from indexfoundry.models.retrieval import AllowedFilter, HybridConfig, SearchMode, SecurityProfile
 from indexfoundry.models.serve import RateLimitInput, ServeStartInput
 
-FETCH = "Fetch connection of the operator: its private hosts, and its headers (sent to its hosts only)"
+FETCH = "The operator's fetch connection to use (its private hosts and credentials)"
 OptionalUrl = Annotated[str | None, AfterValidator(optional_source_url)]
 
 
