@@ -53,16 +53,16 @@ from indexfoundry.models.values import canonical_url
 
 
 def _source_url(value: str) -> str:
-    return canonical_url(value, "url")
+    return canonical_url(value)
 
 
 def optional_source_url(value: str | None) -> str | None:
-    return None if value is None else canonical_url(value, "prefix")
+    return None if value is None else canonical_url(value)
 
 
 def url_or_root_path(value: str) -> str:
     """A PDF source: an http(s) URL (made canonical) or a path (resolved inside the roots later)."""
-    return canonical_url(value, "source") if value.strip().lower().startswith(("http://", "https://")) else value
+    return canonical_url(value) if value.strip().lower().startswith(("http://", "https://")) else value
 
 
 SourceUrl = Annotated[str, AfterValidator(_source_url)]

@@ -26,17 +26,19 @@ from indexfoundry.errors import ConfigInvalid, missing_extra
 HTTP_SCHEMES: tuple[str, ...] = ("http", "https")
 
 
-def canonical_url(value: str, what: str = "url") -> str:
-    """The canonical form of an absolute http(s) URL (see the module doc); ``ValueError`` otherwise."""
+def canonical_url(value: str, what: str = "") -> str:
+    """The canonical form of an absolute http(s) URL (see the module doc); ``ValueError`` otherwise
+    (``what`` names the value in the message; a validated field is named by its path anyway)."""
     text = value.strip()
+    label = f"{what} " if what else ""
     try:
         url = yarl.URL(text)
     except (TypeError, ValueError):
-        raise ValueError(f"{what} '{text}' is not a URL") from None
+        raise ValueError(f"{label}'{text}' is not a URL") from None
     if url.scheme.lower() not in HTTP_SCHEMES or not url.host:
-        raise ValueError(f"{what} '{text}' is not an absolute http:// or https:// URL")
+        raise ValueError(f"{label}'{text}' is not an absolute http:// or https:// URL")
     if url.user is not None or url.password is not None:
-        raise ValueError(f"{what} must not hold a user name or password")
+        raise ValueError(f"{label}'{text.split('@', 1)[-1]}' must not hold a user name or password")
     return str(url)
 
 
