@@ -8,6 +8,7 @@ imports what it calls when it is called, so a CLI command pays only for what it 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,9 +17,12 @@ if TYPE_CHECKING:
 
     # Types a surface names in annotations only; it gets the objects from the functions below
     # (``docs_index``, ``library_registry``, ``library_reader``, ``parse_library_flag``).
+    from indexfoundry.app.agent import AgentScope as AgentScope
+    from indexfoundry.app.agent import Roots as Roots
     from indexfoundry.app.docs_index import DocsIndex as DocsIndex
     from indexfoundry.app.eval import EvalResult as EvalResult
     from indexfoundry.app.export import LlmsTxtOutput
+    from indexfoundry.app.freshness import FreshnessCache as FreshnessCache
     from indexfoundry.app.handles import Page as Page
     from indexfoundry.app.handles import PageSection as PageSection
     from indexfoundry.app.handles import Run as Run
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
     from indexfoundry.app.tools.index import VerifyOutput
     from indexfoundry.app.tools.registry import ToolSpec as ToolSpec
     from indexfoundry.models.config import ServeConfig
+    from indexfoundry.models.connections import Connections as Connections
     from indexfoundry.models.freshness import FreshnessReport as FreshnessReport
     from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
     from indexfoundry.pipeline.diff import RunDiffOutput
@@ -78,7 +83,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         )
     },
     "ToolSpec": ("indexfoundry.app.tools.registry", "ToolSpec"),
+    **{name: ("indexfoundry.app.agent", name) for name in ("AgentScope", "Roots")},
+    "Connections": ("indexfoundry.models.connections", "Connections"),
     "FreshnessReport": ("indexfoundry.models.freshness", "FreshnessReport"),
+    "FreshnessCache": ("indexfoundry.app.freshness", "FreshnessCache"),
     "ServerRecords": ("indexfoundry.app.serving", "ServerRecords"),
     **{name: ("indexfoundry.storage.layout", name) for name in ("is_run_id", "runs_dir_for")},
     "DocsIndex": ("indexfoundry.app.docs_index", "DocsIndex"),
@@ -193,8 +201,13 @@ def check_freshness(
     sample: float | None = None,
     max_seconds: float = 30.0,
     local_only: bool = False,
+    cache: FreshnessCache | None = None,
+    budget: Callable[[int], int] | None = None,
 ) -> FreshnessReport:
-    """Which sources of a run changed since it read them: files by hash, URLs by conditional GET."""
+    """Which sources of a run changed since it read them: files by hash, URLs by conditional GET.
+
+    With ``cache`` a source checked within its reuse interval is answered from that check;
+    ``budget(n)`` pays for the ``n`` checks left and returns how many it paid for."""
     from indexfoundry.app.freshness import check_freshness as check
 
     return check(
@@ -203,6 +216,8 @@ def check_freshness(
         sample=sample,
         max_seconds=max_seconds,
         local_only=local_only,
+        cache=cache,
+        budget=budget,
     )
 
 
@@ -238,6 +253,21 @@ def tool_specs() -> dict[str, ToolSpec]:
     from indexfoundry.app.tools.registry import load_tools
 
     return load_tools()
+
+
+def agent_tool_specs(scope: AgentScope) -> dict[str, ToolSpec]:
+    """The tools an agent (an MCP client) may call, with the agent's input models: names of the
+    operator's connections instead of destinations and secrets, paths inside ``scope``'s roots."""
+    from indexfoundry.app.agent import agent_tool_specs as specs
+
+    return specs(scope)
+
+
+def load_connections(path: str | Path) -> Connections:
+    """The operator's connections file (YAML or JSON), checked; CONFIG_INVALID naming what is wrong."""
+    from indexfoundry.models.connections import load_connections as load
+
+    return load(Path(path))
 
 
 def call_tool(name: str, arguments: dict[str, Any], *, runs_dir: str | Path | None = None, **context: Any) -> BaseModel:

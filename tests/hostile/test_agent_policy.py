@@ -1,44 +1,148 @@
-"""An MCP client is an untrusted user: its arguments can narrow the server operator's policy,
-never widen it (issue: the agent as attacker).
+"""An MCP client is an untrusted user: its schema holds no destination or secret, and what it does
+hold (paths, source URLs, connection names) is resolved against what the operator defined.
 
-Two live holes are rebuilt here as attacks through the real server and the official SDK client:
-a URL-looking host path (``x://../../etc``) that once skipped the roots check, and an agent that
-chose which environment variable the server sent as an API key, to a listener of its own. The
-unit-level cases try the variants of each class (other schemes and spellings, every ``*_env``
-field, every endpoint-like field).
+Unit level: every field of the operator's pipeline config that names a service, a host, a DSN,
+an env var, a header, a key file, a cluster or a resource limit is absent from the agent's
+schema, and writing it is ``CONFIG_INVALID`` with its key path; URL-looking and escaping paths
+are ``NOT_FOUND``; only source URLs take URLs, and only http(s). End to end, through the real
+server over stdio and the official SDK client: a URL-looking folder path reads no host file, and
+an agent cannot make the server send a secret to a listener of its own.
 """
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from indexfoundry import api
+from indexfoundry.app.agent import full_config
 from indexfoundry.errors import IndexFoundryError
-from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, guard_arguments, is_url
+from indexfoundry.models.agent import AgentPipelineRun
+from indexfoundry.models.config import PipelineConfig
 from tests.conftest import SAMPLE_DOCS, folder_config, write_tree
+from tests.hostile.agents import agent_server, call, code, run_folders, structured
+from tests.hostile.listeners import TcpRecorder, tcp
+
+__all__ = ["tcp"]  # fixtures
 
 SECRET = "sk-unrelated-secret-5f6e7d8c9b0a"
 RUN = "01900000-0000-7000-8000-000000000001"
 
 
-def code_of(arguments: dict[str, Any], roots: Roots, runs_dir: Path, policy: AgentPolicy | None = None) -> str:
-    with pytest.raises(IndexFoundryError) as info:
-        guard_arguments(arguments, roots, runs_dir, policy)
-    return info.value.code
-
-
 @pytest.fixture
-def roots(tmp_path: Path) -> Roots:
+def scope(tmp_path: Path) -> api.AgentScope:
     (tmp_path / "root" / "docs").mkdir(parents=True)
-    return Roots([tmp_path / "root"])
+    return api.AgentScope(api.Roots([tmp_path / "root"]))
 
 
+def resolved(arguments: dict[str, Any], scope: api.AgentScope) -> dict[str, Any]:
+    """The operator's config an agent's ``indexfoundry_pipeline_run`` arguments stand for."""
+    return full_config(AgentPipelineRun.model_validate(arguments), scope)
+
+
+def code_of(arguments: dict[str, Any], scope: api.AgentScope) -> str:
+    from pydantic import ValidationError
+
+    from indexfoundry.models.validation import validation_error
+
+    try:
+        resolved(arguments, scope)
+    except ValidationError as exc:
+        return validation_error(exc, "arguments").code
+    except IndexFoundryError as error:
+        return error.code
+    raise AssertionError(f"accepted: {arguments}")
+
+
+def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A minimal agent config with ``value`` written at ``path``."""
+    base: dict[str, Any] = {"connect": {"sources": [{"type": "folder", "path": "docs"}]}}
+    node = base
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return base
+
+
+# ------------------------------------------------------------------ what the agent's schema leaves out
+def _operator_keys(schema: dict[str, Any], defs: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every property path of the operator's pipeline config (sources left out: they are a union)."""
+    out: list[tuple[str, ...]] = []
+    for name, prop in schema.get("properties", {}).items():
+        path = (*prefix, name)
+        out.append(path)
+        target = prop
+        for option in prop.get("anyOf", [prop]):
+            if "$ref" in option:
+                target = defs[option["$ref"].rsplit("/", 1)[-1]]
+        if "$ref" in prop:
+            target = defs[prop["$ref"].rsplit("/", 1)[-1]]
+        if target.get("properties") and name != "sources":
+            out.extend(_operator_keys(target, defs, path))
+    return out
+
+
+def _names_a_destination_or_secret(path: tuple[str, ...]) -> bool:
+    key = path[-1]
+    return (
+        key.endswith(("_env", "_file", "_url"))
+        or key in {"connection", "host", "headers", "trusted_proxies", "allowed_private_hosts", "address"}
+        or key in {"allow_private_networks", "user_agent", "workers", "memory_mb", "timeout_s", "ocr_dpi"}
+        or path[0] == "execution"
+    )
+
+
+OPERATOR_SCHEMA = PipelineConfig.model_json_schema()
+DANGEROUS = sorted(
+    {p for p in _operator_keys(OPERATOR_SCHEMA, OPERATOR_SCHEMA.get("$defs", {})) if _names_a_destination_or_secret(p)}
+)
+
+
+def test_the_operator_schema_has_the_fields_this_test_looks_for():
+    found = {".".join(p) for p in DANGEROUS}
+    for expected in ("index.api_key_env", "index.base_url", "index.vector_db.connection", "connect.headers_env"):
+        assert expected in found
+    for expected in ("extract.pdf_password_env", "serve.api_keys_env", "serve.api_key_file", "serve.host"):
+        assert expected in found
+    assert "execution" in found and "connect.allowed_private_hosts" in found
+
+
+@pytest.mark.parametrize("path", DANGEROUS, ids=lambda p: ".".join(p))
+@pytest.mark.parametrize("value", ["EMBEDDING_API_KEY", "http://127.0.0.1:9/v1", {"host": "127.0.0.1"}, True])
+def test_an_agent_cannot_write_a_destination_or_secret_field(path: tuple[str, ...], value: Any, scope: api.AgentScope):
+    from pydantic import ValidationError
+
+    arguments = _with(path, value)
+    with pytest.raises(ValidationError) as info:
+        AgentPipelineRun.model_validate(arguments)
+    located = {".".join(str(part) for part in error["loc"]) for error in info.value.errors()}
+    assert any(loc.startswith(".".join(path[:1])) for loc in located), located  # the key path is named
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"index": {"embedding_model": "openai:text-embedding-3-small"}},
+        {"index": {"embedding_model": "sentence-transformers:all-MiniLM-L6-v2"}},
+        {"index": {"embedding_model": "cohere:embed-english-v3.0"}},
+        {"index": {"vector_db": {"provider": "pgvector"}}},
+        {"index": {"vector_db": {"provider": "qdrant"}}},
+        {"serve": {"retrieval": {"reranker": {"enabled": True, "model": "http:http://127.0.0.1:9/rerank"}}}},
+        {"serve": {"retrieval": {"reranker": {"enabled": True, "model": "cross-encoder:/etc"}}}},
+        {"serve": {"retrieval": {"reranker": {"enabled": True}}}},
+    ],
+)
+def test_models_stores_and_rerankers_other_than_the_built_ins_need_a_named_connection(
+    arguments: dict[str, Any], scope: api.AgentScope
+):
+    merged = {**_with(("force",), False), **arguments}
+    assert code_of(merged, scope) == "CONFIG_INVALID"
+
+
+# ------------------------------------------------------------------ paths and URLs
 URL_LOOKING_PATHS = [
     "x://../../../../../../../../etc",
     "file:///etc",
@@ -46,218 +150,78 @@ URL_LOOKING_PATHS = [
     "a+b.c-d://../../../../etc",
     "X://..\\..\\..\\etc",
     "file:/etc",
-    "https://example.org/../../etc",
 ]
+ESCAPES = ["/etc", "../../../../etc", "docs/../../..", "~", "\0docs"]
 
 
-@pytest.mark.parametrize("value", URL_LOOKING_PATHS)
-def test_a_url_looking_host_path_is_refused_not_skipped(value: str, roots: Roots, tmp_path: Path):
-    runs = tmp_path / "runs"
+@pytest.mark.parametrize("value", URL_LOOKING_PATHS + ESCAPES)
+def test_a_url_looking_or_escaping_host_path_is_refused_not_skipped(value: str, scope: api.AgentScope):
     cases = [
-        {"path": value, "glob": "passwd"},
         {"connect": {"sources": [{"type": "folder", "path": value, "glob": "passwd"}]}},
-        {"index": {"vector_db": {"provider": "chroma", "connection": {"path": value}}}},
-        {"index": {"vector_db": {"provider": "local", "connection": {"path": value}}}},
-        {"serve": {"api_key_file": value}},
-        {"folder": value},
-        {"output_dir": value},
+        {"connect": {"sources": [{"type": "repo", "path": value}]}},
     ]
+    if "://" not in value or value.lower().startswith(("x:", "a+b", "file")):  # an http(s) 'source' is a URL
+        cases.append({"connect": {"sources": [{"type": "pdf", "source": value}]}})
     for arguments in cases:
-        assert code_of(arguments, roots, runs) == "NOT_FOUND", arguments
+        assert code_of(arguments, scope) in ("NOT_FOUND", "CONFIG_INVALID"), arguments
+        if value in URL_LOOKING_PATHS[:1] + ESCAPES[:2]:
+            assert code_of(arguments, scope) == "NOT_FOUND", arguments
 
 
-@pytest.mark.parametrize("value", URL_LOOKING_PATHS)
-def test_a_url_looking_run_path_is_refused(value: str, roots: Roots, tmp_path: Path):
-    assert code_of({"run_id": RUN, "chunks_path": value}, roots, tmp_path / "runs") == "NOT_FOUND"
-    assert code_of({"pdf_path": value}, roots, tmp_path / "runs") == "NOT_FOUND"
+def test_paths_inside_the_roots_are_resolved_there(scope: api.AgentScope):
+    out = resolved({"connect": {"sources": [{"type": "folder", "path": "docs"}]}}, scope)
+    assert out["connect"]["sources"][0]["path"] == str(scope.roots.paths[0] / "docs")
 
 
-def test_only_the_fields_that_take_a_url_take_one_and_only_http(roots: Roots, tmp_path: Path):
-    runs = tmp_path / "runs"
-    ok = guard_arguments({"source": "https://example.org/a.pdf", "url": "http://example.org/"}, roots, runs)
-    assert ok["source"] == "https://example.org/a.pdf"
-    for arguments in (
-        {"source": "x://../../etc/passwd"},
-        {"source": "file:///etc/passwd"},
-        {"url": "file:///etc/passwd"},
-        {"url": "gopher://127.0.0.1:6379/_FLUSHALL"},
-        {"sitemap_url": "ftp://example.org/sitemap.xml"},
-        {"connect": {"sources": [{"type": "sitemap", "url": "javascript:alert(1)"}]}},
-        {"connect": {"sources": [{"type": "pdf", "source": "x://../../../../etc/passwd"}]}},
-    ):
-        assert code_of(arguments, roots, runs) == "DOMAIN_BLOCKED", arguments
+@pytest.mark.parametrize(
+    ("source", "key"),
+    [
+        ({"type": "url", "url": "file:///etc/passwd"}, "url"),
+        ({"type": "url", "url": "gopher://127.0.0.1:6379/_FLUSHALL"}, "url"),
+        ({"type": "sitemap", "url": "ftp://example.org/sitemap.xml"}, "url"),
+        ({"type": "sitemap", "url": "javascript:alert(1)"}, "url"),
+        ({"type": "crawl", "url": "https://example.org/", "prefix": "file:///etc/"}, "prefix"),
+        ({"type": "repo", "url": "ext::sh -c touch% /tmp/pwned"}, "url"),
+        ({"type": "repo", "url": "file:///etc/x.git"}, "url"),
+        ({"type": "llms_txt", "url": "http://user:pass@example.org/llms.txt"}, "url"),
+    ],
+)
+def test_only_source_urls_take_urls_and_only_http(source: dict[str, Any], key: str, scope: api.AgentScope):
+    assert code_of({"connect": {"sources": [source]}}, scope) == "CONFIG_INVALID"
 
 
 def test_a_windows_drive_letter_is_a_path_not_a_url():
+    from indexfoundry.app.agent import is_url
+
     assert not is_url("C:\\docs")
     assert is_url("x://..")
     assert is_url("file:/etc")
 
 
-ENV_FIELDS = [
-    {"index": {"api_key_env": "UNRELATED_SECRET"}},
-    {"model": {"provider": "openai", "api_key_env": "UNRELATED_SECRET"}},
-    {"index": {"vector_db": {"connection": {"path": "docs", "api_key_env": "UNRELATED_SECRET"}}}},
-    {"connection": {"path": "docs", "token_env": "UNRELATED_SECRET"}},
-    {"connection": {"path": "docs", "dsn_env": "UNRELATED_SECRET"}},
-    {"extract": {"pdf_password_env": "UNRELATED_SECRET"}},
-    {"serve": {"api_keys_env": "UNRELATED_SECRET"}},
-    {"reranker": {"api_key_env": "UNRELATED_SECRET"}},
-]
-
-
-@pytest.mark.parametrize("arguments", ENV_FIELDS)
-def test_an_agent_cannot_choose_which_environment_variable_is_read(
-    arguments: dict[str, Any], roots: Roots, tmp_path: Path
-):
-    runs = tmp_path / "runs"
-    assert code_of(arguments, roots, runs) == "CONFIG_INVALID"
-    # ... unless the operator allowed exactly that name.
-    guard_arguments(arguments, roots, runs, AgentPolicy().with_env(["UNRELATED_SECRET"]))
-
-
-def test_the_documented_key_variables_are_allowed_by_default(roots: Roots, tmp_path: Path):
-    for name in ("EMBEDDING_API_KEY", "RERANK_API_KEY", "PDF_PASSWORD", "INDEXFOUNDRY_API_KEYS"):
-        arguments = {"index": {"api_key_env": name}}
-        assert guard_arguments(arguments, roots, tmp_path / "runs") == arguments
-
-
-ENDPOINTS = [
-    {"index": {"base_url": "http://127.0.0.1:9/v1"}},
-    {"index": {"base_url": "https://attacker.example/v1"}},
-    {"model": {"base_url": "http://169.254.169.254/latest"}},
-    {"reranker": {"base_url": "http://10.0.0.1/rerank"}},
-    {"index": {"vector_db": {"provider": "chroma", "connection": {"host": "127.0.0.1", "port": 6379}}}},
-    {"index": {"vector_db": {"provider": "qdrant", "connection": {"url": "http://internal:6333"}}}},
-    {"index": {"vector_db": {"provider": "milvus", "connection": {"uri": "http://127.0.0.1:19530"}}}},
-    {"connection": {"dsn": "postgresql://app@db.internal:5432/app"}},
-    {"connection": {"host": "[::1]", "port": 8000}},
-    # Weaviate's gRPC address, with and without a scheme.
-    {"index": {"vector_db": {"provider": "weaviate", "connection": {"grpc_url": "http://169.254.169.254:50051"}}}},
-    {"connection": {"path": "docs", "grpc_url": "10.0.0.7:50051"}},
-]
-
-
-@pytest.mark.parametrize("arguments", ENDPOINTS)
-def test_an_agent_cannot_point_a_backend_at_a_server_the_operator_did_not_allow(
-    arguments: dict[str, Any], roots: Roots, tmp_path: Path
-):
-    assert code_of(arguments, roots, tmp_path / "runs") == "DOMAIN_BLOCKED"
-
-
-def test_an_allowed_endpoint_matches_by_scheme_host_port_and_path_prefix(roots: Roots, tmp_path: Path):
-    runs = tmp_path / "runs"
-    policy = AgentPolicy(allowed_endpoints=("http://127.0.0.1:11434/v1", "http://chroma.internal:8000"))
-    guard_arguments({"index": {"base_url": "http://127.0.0.1:11434/v1"}}, roots, runs, policy)
-    guard_arguments({"index": {"base_url": "http://127.0.0.1:11434/v1/embeddings"}}, roots, runs, policy)
-    guard_arguments({"connection": {"host": "chroma.internal", "port": 8000}}, roots, runs, policy)
-    for base_url in (
-        "http://127.0.0.1:11435/v1",
-        "https://127.0.0.1:11434/v1",
-        "http://127.0.0.1:11434/v10",
-        "http://127.0.0.1.attacker.example:11434/v1",
-        "http://user@127.0.0.2:11434/v1",
-    ):
-        assert code_of({"index": {"base_url": base_url}}, roots, runs, policy) == "DOMAIN_BLOCKED", base_url
-
-
-def test_an_agent_cannot_open_private_networks_but_may_narrow(roots: Roots, tmp_path: Path):
-    runs = tmp_path / "runs"
+# ------------------------------------------------------------------ private networks
+def test_an_agent_inherits_the_servers_private_network_allowances_and_cannot_widen_them(tmp_path: Path):
+    (tmp_path / "docs").mkdir()
     source = {"type": "url", "url": "http://127.0.0.1:8000/"}
-    assert code_of({"connect": {"sources": [source], "allow_private_networks": True}}, roots, runs) == "DOMAIN_BLOCKED"
+    strict = api.AgentScope(api.Roots([tmp_path]))
+    assert code_of({"connect": {"sources": [source], "allow_private_networks": True}}, strict) == "CONFIG_INVALID"
     assert (
-        code_of({"connect": {"sources": [source], "allowed_private_hosts": ["127.0.0.1"]}}, roots, runs)
-        == "DOMAIN_BLOCKED"
+        code_of({"connect": {"sources": [source], "allowed_private_hosts": ["127.0.0.1"]}}, strict) == "CONFIG_INVALID"
     )
-    assert code_of({"security": {"allow_private_networks": True}}, roots, runs) == "DOMAIN_BLOCKED"
-    # Without opt-ins, the connect block gets the server's (strict) policy written in.
-    out = guard_arguments({"connect": {"sources": [source]}}, roots, runs)
-    assert out["connect"]["allow_private_networks"] is False
-    # The operator allowed one host: the agent inherits it, may name it, may not name another.
-    policy = AgentPolicy(allowed_private_hosts=("docs.internal:8080",))
-    out = guard_arguments({"connect": {"sources": [source]}}, roots, runs, policy)
-    assert out["connect"]["allowed_private_hosts"] == ["docs.internal:8080"]
-    guard_arguments(
-        {"connect": {"sources": [source], "allowed_private_hosts": ["docs.internal:8080"]}}, roots, runs, policy
+    assert resolved({"connect": {"sources": [source]}}, strict)["connect"]["allow_private_networks"] is False
+    one = api.AgentScope(api.Roots([tmp_path]), allowed_private_hosts=("docs.internal:8080",))
+    out = resolved({"connect": {"sources": [source]}}, one)["connect"]
+    assert out["allowed_private_hosts"] == ["docs.internal:8080"] and out["allow_private_networks"] is False
+
+
+def test_an_agents_blocked_domains_add_to_the_inherited_ones(tmp_path: Path):
+    scope = api.AgentScope(api.Roots([tmp_path]))
+    out = resolved(
+        {"connect": {"sources": [{"type": "url", "url": "https://a.example/"}], "blocked_domains": []}}, scope
     )
-    bad = {"connect": {"sources": [source], "allowed_private_hosts": ["docs.internal:22"]}}
-    assert code_of(bad, roots, runs, policy) == "DOMAIN_BLOCKED"
-    narrowed = guard_arguments(
-        {"connect": {"sources": [source], "allow_private_networks": False, "allowed_private_hosts": []}},
-        roots,
-        runs,
-        AgentPolicy(allow_private_networks=True),
-    )
-    assert narrowed["connect"]["allow_private_networks"] is False
-
-
-def test_an_agent_binds_servers_to_loopback_only(roots: Roots, tmp_path: Path):
-    runs = tmp_path / "runs"
-    guard_arguments({"host": "127.0.0.1", "port": 8123}, roots, runs)
-    for host in ("0.0.0.0", "::", "192.168.1.10"):
-        assert code_of({"host": host}, roots, runs) == "DOMAIN_BLOCKED"
-        assert code_of({"serve": {"host": host}}, roots, runs) == "DOMAIN_BLOCKED"
-    guard_arguments({"host": "0.0.0.0"}, roots, runs, AgentPolicy(allowed_bind_hosts=frozenset({"0.0.0.0"})))
-
-
-def test_header_names_and_url_path_prefixes_are_not_mistaken_for_hosts_or_paths(roots: Roots, tmp_path: Path):
-    arguments = {
-        "url": "https://example.org/",
-        "headers": {"host": "example.org", "X-Path": "/etc"},
-        "serve": {"api_info": {"base_path": "/api/v1"}},
-    }
-    assert guard_arguments(arguments, roots, tmp_path / "runs") == arguments
+    assert {"localhost", "127.0.0.1"} <= set(out["connect"]["blocked_domains"])  # [] does not clear them
 
 
 # ------------------------------------------------------------------ the attacks, end to end
-
-
-class _Listener:
-    """A TCP listener standing for the agent's own server: counts every connection it gets."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port = int(self.sock.getsockname()[1])
-        self.received: list[bytes] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                try:
-                    self.received.append(conn.recv(65536))
-                except OSError:
-                    self.received.append(b"")
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.sock.close()
-
-
-@pytest.fixture
-def listener() -> Iterator[_Listener]:
-    server = _Listener()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-def _structured(result: Any) -> dict[str, Any]:
-    return dict(result.structured_content or {})
-
-
 def test_an_agent_reads_no_host_file_through_a_url_looking_folder_path(tmp_path: Path):
     from tests.integration.mcp_support import stdio_session
 
@@ -268,7 +232,7 @@ def test_an_agent_reads_no_host_file_through_a_url_looking_folder_path(tmp_path:
         args = ("--runs-dir", str(runs), "--root", str(root))
         async with stdio_session(*args, cwd=tmp_path) as session:
             hostile = "x://../../../../../../../../etc"
-            connect = await session.call_tool("indexfoundry_connect_folder", {"path": hostile, "glob": "passwd"})
+            connect = await session.call_tool("indexfoundry_connect_folder", {"run_id": RUN, "path": hostile})
             config = folder_config(root)
             config["connect"]["sources"] = [{"type": "folder", "path": hostile, "glob": "passwd"}]
             run = await session.call_tool("indexfoundry_pipeline_run", config)
@@ -282,140 +246,93 @@ def test_an_agent_reads_no_host_file_through_a_url_looking_folder_path(tmp_path:
             return [connect, run, written, search]
 
     connect, run, written, search = anyio.run(main)
-    for result in (connect, run, written):
-        assert result.is_error
-        assert _structured(result)["error"]["code"] == "NOT_FOUND"
+    assert code(connect) in ("NOT_FOUND", "RUN_NOT_FOUND")
+    assert code(run) == "NOT_FOUND"
+    assert code(written) == "CONFIG_INVALID"  # an agent names no store path at all
     assert "root:x:0:0" not in search.model_dump_json()
     assert not (tmp_path.parent / f"{tmp_path.name}-x").exists()
-    assert not runs.exists() or not any(p.is_dir() and not p.name.startswith(".") for p in runs.iterdir())
+    assert run_folders(runs) == []
 
 
-def test_an_agent_cannot_make_the_server_send_a_secret_to_its_listener(tmp_path: Path, listener: _Listener):
+def test_an_agent_cannot_make_the_server_send_a_secret_to_its_listener(tmp_path: Path, tcp: TcpRecorder):
     from tests.integration.mcp_support import server_env, stdio_session
 
     docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
     runs = tmp_path / "runs"
-    url = f"http://127.0.0.1:{listener.port}"
-    attacks: list[dict[str, Any]] = []
-    # 1. an unrelated secret as the embedding key, sent to the agent's listener
-    attacks.append(
+    url = f"http://127.0.0.1:{tcp.port}"
+    openai = {"embedding_model": "openai:text-embedding-3-small", "retry_config": {"max_retries": 0, "backoff_ms": 0}}
+    attacks = [
+        folder_config(docs, index={**openai, "base_url": f"{url}/v1", "api_key_env": "UNRELATED_SECRET"}),
+        folder_config(docs, index={**openai, "api_key_env": "UNRELATED_SECRET"}),
+        folder_config(docs, index={**openai, "base_url": f"{url}/v1"}),
         folder_config(
             docs,
             index={
-                "embedding_model": "openai:text-embedding-3-small",
-                "base_url": f"{url}/v1",
-                "api_key_env": "UNRELATED_SECRET",
-                "retry_config": {"max_retries": 0, "backoff_ms": 0},
+                "embedding_model": "hash",
+                "vector_db": {"provider": "chroma", "connection": {"host": "127.0.0.1", "port": tcp.port}},
             },
-        )
-    )
-    # 1b. an unrelated secret as the key of the provider's own endpoint
-    attacks.append(
-        folder_config(
-            docs, index={"embedding_model": "openai:text-embedding-3-small", "api_key_env": "UNRELATED_SECRET"}
-        )
-    )
-    # 2. a documented key name, but the agent's endpoint
-    attacks.append(
-        folder_config(docs, index={"embedding_model": "openai:text-embedding-3-small", "base_url": f"{url}/v1"})
-    )
-    # 3. the store pointed at the listener
-    store = folder_config(docs, index={"embedding_model": "hash"})
-    store["index"]["vector_db"] = {"provider": "chroma", "connection": {"host": "127.0.0.1", "port": listener.port}}
-    attacks.append(store)
-    # 4. opening private networks to fetch the listener as a source
-    fetch = folder_config(docs)
-    fetch["connect"] = {"sources": [{"type": "url", "url": f"{url}/page"}], "allow_private_networks": True}
-    attacks.append(fetch)
-    # 5. the same through allowed_private_hosts
-    fetch_host = folder_config(docs)
-    fetch_host["connect"] = {
-        "sources": [{"type": "url", "url": f"{url}/page"}],
-        "allowed_private_hosts": [f"127.0.0.1:{listener.port}"],
-    }
-    attacks.append(fetch_host)
+        ),
+        {
+            **folder_config(docs),
+            "connect": {"sources": [{"type": "url", "url": f"{url}/page"}], "allow_private_networks": True},
+        },
+        {
+            **folder_config(docs),
+            "connect": {
+                "sources": [{"type": "url", "url": f"{url}/page"}],
+                "allowed_private_hosts": [f"127.0.0.1:{tcp.port}"],
+            },
+        },
+    ]
+    # The same, naming a connection the operator defined: still only where it points.
+    attacks.append({**folder_config(docs), "index": {"embedding_connection": "team", "base_url": f"{url}/v1"}})
 
     async def main() -> list[Any]:
         env = server_env(UNRELATED_SECRET=SECRET, EMBEDDING_API_KEY=SECRET)
-        args = ("--runs-dir", str(runs), "--root", str(tmp_path))
+        connections = tmp_path / "connections.yaml"
+        connections.write_text("embeddings:\n  team: {model: hash}\n", encoding="utf-8")
+        args = ("--runs-dir", str(runs), "--root", str(tmp_path), "--connections", str(connections))
         async with stdio_session(*args, cwd=tmp_path, env=env) as session:
             return [await session.call_tool("indexfoundry_pipeline_run", attack) for attack in attacks]
 
     results = anyio.run(main)
-    codes = [_structured(r).get("error", {}).get("code") for r in results]
-    assert all(r.is_error for r in results), codes
-    assert codes[0] in ("CONFIG_INVALID", "DOMAIN_BLOCKED")  # both the key name and the endpoint are refused
-    assert codes[1:6] == ["CONFIG_INVALID", "DOMAIN_BLOCKED", "DOMAIN_BLOCKED", "DOMAIN_BLOCKED", "DOMAIN_BLOCKED"]
-    assert listener.received == [], listener.received
+    assert [code(r) for r in results] == ["CONFIG_INVALID"] * len(attacks), [structured(r) for r in results]
+    assert "index.base_url" in structured(results[-1])["error"]["message"]
+    assert tcp.received == [], tcp.received
     for result in results:
         assert SECRET not in result.model_dump_json()
 
 
+def test_a_retired_policy_flag_is_refused_with_the_way_to_name_a_connection(tmp_path: Path):
+    import subprocess
+    import sys
+
+    for flag in ("--allow-env", "--allow-endpoint", "--allow-bind-host"):
+        done = subprocess.run(
+            [sys.executable, "-m", "indexfoundry", "mcp", flag, "X", "--runs-dir", str(tmp_path / "runs")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 2, (flag, done.stderr)
+        assert "CONFIG_INVALID" in done.stderr and "--connections" in done.stderr
+
+
 @pytest.mark.slow
 def test_the_operator_can_allow_a_private_host_and_the_agent_inherits_it(tmp_path: Path):
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from tests.hostile.listeners import Recorder
 
-    from tests.integration.mcp_support import stdio_session
-
-    class Page(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"<html><head><title>Intranet</title></head><body><main><h1>Intranet</h1><p>" + b"ok " * 80
-            body += b"</p></main></body></html>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    port = server.server_address[1]
-    runs = tmp_path / "runs"
-    config = folder_config(tmp_path, index={"embedding_model": "hash"})
-    config["connect"] = {"sources": [{"type": "url", "url": f"http://127.0.0.1:{port}/page"}]}
-
-    async def main() -> Any:
-        args = ("--runs-dir", str(runs), "--root", str(tmp_path), "--allow-private-host", f"127.0.0.1:{port}")
-        async with stdio_session(*args, cwd=tmp_path) as session:
-            return await session.call_tool("indexfoundry_pipeline_run", config)
-
+    site = Recorder()
     try:
-        result = anyio.run(main)
+        runs = tmp_path / "runs"
+        server = agent_server(runs, [tmp_path], allowed_private_hosts=[f"127.0.0.1:{site.port}"])
+        config = {
+            "connect": {"sources": [{"type": "url", "url": f"{site.url}/page"}]},
+            "index": {"embedding_model": "hash"},
+        }
+        (result,) = call(server, ("indexfoundry_pipeline_run", config))
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-    assert not result.is_error, result.model_dump_json()
-    assert _structured(result)["status"] == "completed"
-
-
-MODEL_SPECS = [
-    ({"reranker": {"enabled": True, "model": "http:http://127.0.0.1:9/rerank"}}, "DOMAIN_BLOCKED"),
-    ({"retrieval": {"reranker": {"model": "http:https://attacker.example"}}}, "DOMAIN_BLOCKED"),
-    ({"reranker": {"model": "cross-encoder:/etc"}}, "NOT_FOUND"),
-    ({"reranker": {"model": "cross-encoder:x://../../../../etc"}}, "NOT_FOUND"),
-    ({"index": {"embedding_model": "sentence-transformers:/root/.cache/evil"}}, "NOT_FOUND"),
-    ({"model": {"provider": "sentence-transformers", "model_name": "../../../../tmp/evil"}}, "NOT_FOUND"),
-    ({"connect": {"sources": [], "headers_env": {"Authorization": "UNRELATED_SECRET"}}}, "CONFIG_INVALID"),
-]
-
-
-@pytest.mark.parametrize(("arguments", "code"), MODEL_SPECS)
-def test_model_specs_name_endpoints_and_folders_the_operator_bounds(
-    arguments: dict[str, Any], code: str, roots: Roots, tmp_path: Path
-):
-    assert code_of(arguments, roots, tmp_path / "runs") == code
-
-
-def test_allowed_model_specs_pass_and_local_folders_are_resolved(roots: Roots, tmp_path: Path):
-    runs = tmp_path / "runs"
-    policy = AgentPolicy(allowed_endpoints=("http://127.0.0.1:8080",))
-    guard_arguments({"reranker": {"model": "http:http://127.0.0.1:8080/rerank"}}, roots, runs, policy)
-    out = guard_arguments({"reranker": {"model": "cross-encoder:docs"}}, roots, runs)
-    assert out["reranker"]["model"] == f"cross-encoder:{roots.paths[0] / 'docs'}"
-    assert guard_arguments({"index": {"embedding_model": "openai:text-embedding-3-small"}}, roots, runs)
-    assert guard_arguments({"reranker": {"model": "cohere:rerank-v3.5"}}, roots, runs)
+        site.close()
+    assert code(result) is None, structured(result)
+    assert structured(result)["status"] == "completed"

@@ -166,23 +166,16 @@ def test_a_canary_api_key_never_appears_in_mcp_tool_results_of_a_failed_embeddin
     docs = write_tree(tmp_path / "docs", SAMPLE_DOCS)
     runs = tmp_path / "runs"
     endpoint = f"http://127.0.0.1:{_closed_port()}/v1"
-    config = folder_config(
-        docs,
-        extract={"workers": 0},
-        index={
-            "embedding_model": "openai:text-embedding-3-small",
-            "base_url": endpoint,
-            "api_key_env": "HOSTILE_CANARY_KEY",
-            "timeout_ms": 5000,
-            "retry_config": {"max_retries": 0, "backoff_ms": 0},
-        },
-    )
+    # The operator names the endpoint and the key variable; the agent names the connection.
+    connections = tmp_path / "connections.yaml"
+    team = {"model": "openai:text-embedding-3-small", "base_url": endpoint, "api_key_env": "HOSTILE_CANARY_KEY"}
+    team |= {"timeout_ms": 5000, "retry_config": {"max_retries": 0, "backoff_ms": 0}}
+    connections.write_text(json.dumps({"embeddings": {"team": team}}), encoding="utf-8")
+    config = {**folder_config(docs), "index": {"embedding_connection": "team"}}
 
     async def main() -> list[str]:
         env = server_env(HOSTILE_CANARY_KEY=CANARY)
-        # The operator lets agents use this endpoint and key variable (by default neither is allowed).
-        operator = ("--allow-endpoint", endpoint, "--allow-env", "HOSTILE_CANARY_KEY")
-        args = ("--runs-dir", str(runs), "--root", str(tmp_path), *operator)
+        args = ("--runs-dir", str(runs), "--root", str(tmp_path), "--connections", str(connections))
         async with stdio_session(*args, cwd=tmp_path, env=env) as session:
             run = await session.call_tool("indexfoundry_pipeline_run", config)
             answers = [run.model_dump_json()]
@@ -199,5 +192,5 @@ def test_a_canary_api_key_never_appears_in_mcp_tool_results_of_a_failed_embeddin
     for answer in answers:
         assert CANARY not in answer
     for path, data in everything_written(tmp_path):
-        if path.parts[-1] != "config.yaml":
+        if path.parts[-1] not in ("config.yaml", "connections.yaml"):
             assert CANARY.encode() not in data, f"{path} holds the API key"

@@ -216,11 +216,12 @@ def test_an_agent_reaches_no_private_host_through_an_operators_run_and_no_repo_o
     from mcp.client import Client
 
     from indexfoundry.surfaces.mcp import ServerOptions, create_server
-    from indexfoundry.surfaces.mcp.security import AgentPolicy
     from tests.integration.mcp_support import error_code, structured
 
-    def serve(policy: AgentPolicy) -> Any:
-        options = ServerOptions(runs_dir=run.runs_dir, roots=[tmp_path], policy=policy, tools="all")
+    def serve(*private_hosts: str) -> Any:
+        options = ServerOptions(
+            runs_dir=run.runs_dir, roots=[tmp_path], allowed_private_hosts=list(private_hosts), tools="all"
+        )
         return create_server(options)[0]
 
     async def call(server: Any, name: str, arguments: dict[str, Any]) -> Any:
@@ -229,13 +230,13 @@ def test_an_agent_reaches_no_private_host_through_an_operators_run_and_no_repo_o
 
     with serve_script(_tiny_site()) as site:
         url = f"{site.base}/"
-        refused = anyio.run(call, serve(AgentPolicy()), "indexfoundry_connect_crawl", {"url": url})
+        refused = anyio.run(call, serve(), "indexfoundry_connect_crawl", {"url": url})
         asked = len(site.requests)
-        allowed = AgentPolicy(allowed_private_hosts=(f"127.0.0.1:{site.port}",))
-        crawled = anyio.run(call, serve(allowed), "indexfoundry_connect_crawl", {"url": url, "max_depth": 0})
-        llms = anyio.run(call, serve(AgentPolicy()), "indexfoundry_connect_llms_txt", {"url": url})
-    outside = anyio.run(call, serve(AgentPolicy()), "indexfoundry_connect_repo", {"path": "/etc"})
-    remote = anyio.run(call, serve(AgentPolicy()), "indexfoundry_connect_repo", {"url": "file:///etc/x.git"})
+        allowed = serve(f"127.0.0.1:{site.port}")
+        crawled = anyio.run(call, allowed, "indexfoundry_connect_crawl", {"url": url, "max_depth": 0})
+        llms = anyio.run(call, serve(), "indexfoundry_connect_llms_txt", {"url": url})
+    outside = anyio.run(call, serve(), "indexfoundry_connect_repo", {"path": "/etc"})
+    remote = anyio.run(call, serve(), "indexfoundry_connect_repo", {"url": "file:///etc/x.git"})
 
     def code(result: Any) -> str:  # the tool failed, or the pages it could not fetch did
         return error_code(result) if result.is_error else structured(result)["errors"][0]["code"]
@@ -243,4 +244,5 @@ def test_an_agent_reaches_no_private_host_through_an_operators_run_and_no_repo_o
     assert code(refused) == "DOMAIN_BLOCKED" and asked == 0  # nothing was sent to the site
     assert structured(crawled)["pages_stored"] == 1
     assert code(llms) == "DOMAIN_BLOCKED"
-    assert error_code(outside) == "NOT_FOUND" and error_code(remote) == "DOMAIN_BLOCKED"
+    assert error_code(outside) == "NOT_FOUND"
+    assert error_code(remote) == "CONFIG_INVALID"  # the agent's repo url is http(s) only: its schema refuses file://

@@ -1,8 +1,10 @@
 """An agent's context is precious: what `tools/list` costs, measured with the official SDK client.
 
-Budgets: the docs-mode listing under 8,000 characters, the full listing under 40,000.
-Every argument another change adds to a docs tool (token budgets, cursors, library/version) is
-counted here too, so the budget keeps holding as the tools grow.
+Budgets: the docs-mode listing under 8,000 characters; the full listing (every pipeline tool
+with the agent's own input models) no larger than the 39,263 characters it took when agents were
+listed the operator's full configs (38,134 since). Every argument another change adds to a tool
+is counted here too, so the budget keeps holding as the tools grow. The figures are what
+``test_the_full_listing_is_within_budget_without_output_schemas_or_repeated_defs`` measures.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from tests.fakes import RecordingEmbedder
 from tests.integration.mcp_support import RETRIEVAL_TOOLS, stdio_session, structured, texts
 
 DOCS_BUDGET = 8_000
-FULL_BUDGET = 40_000
+FULL_BUDGET = 39_263  # the full listing before agents had input models of their own
 
 
 def _listing_size(tools: list[Any]) -> int:
@@ -62,13 +64,13 @@ def test_a_library_server_lists_only_its_docs_tools_within_8000_characters(tree,
     assert _listing_size(tools) < DOCS_BUDGET, _listing_size(tools)
 
 
-def test_the_full_listing_is_under_40000_characters_without_output_schemas_or_repeated_defs(tree, tmp_path: Path):
+def test_the_full_listing_is_within_budget_without_output_schemas_or_repeated_defs(tree, tmp_path: Path):
     docs = tree(SAMPLE_DOCS)
     args = ("--docs", str(docs), "--runs-dir", str(tmp_path / "runs"), "--embedding-model", "hash", "--tools", "all")
     tools = _listings(tmp_path, *args)
     names = {t.name for t in tools}
     assert set(RETRIEVAL_TOOLS) < names and "indexfoundry_pipeline_run" in names
-    assert _listing_size(tools) < FULL_BUDGET, _listing_size(tools)
+    assert _listing_size(tools) <= FULL_BUDGET, _listing_size(tools)
     for tool in tools:
         assert tool.output_schema is None, tool.name
         schema = tool.input_schema

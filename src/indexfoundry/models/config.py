@@ -166,6 +166,10 @@ class ConnectConfig(Strict):
             "Authorization: DOCS_AUTH); only the variable's name is stored, never its value"
         ),
     )
+    headers_env_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts ('name' or 'name:port') headers_env is sent to; empty: every host the run fetches",
+    )
     concurrency: int = Field(default=3, ge=1, le=10, description="Parallel fetches")
     respect_robots_txt: bool = Field(default=True, description="Obey robots.txt when crawling")
     allowed_private_hosts: list[str] = Field(
@@ -435,6 +439,9 @@ class ServeConfig(Strict):
     max_request_bytes: int = Field(default=16384, ge=1024, le=10_485_760, description="Largest request body")
     max_query_chars: int = Field(default=2048, ge=1, le=4096, description="Longest search query")
     max_top_k: int = Field(default=100, ge=1, le=100, description="Largest top_k a request may ask for")
+    freshness_reuse_s: float = Field(
+        default=300, ge=0, le=86400, description="/freshness reuses a source's check for this long (0: never)"
+    )
     retrieval: RetrievalConfig = Field(
         default_factory=RetrievalConfig,
         description="Retrieval profile: default top_k, search modes offered, hybrid fusion",
@@ -625,7 +632,7 @@ def load_global_config(path: Path | None = None) -> GlobalConfig:
         raise validation_error(exc, str(path), GlobalConfig) from None
 
 
-def _inherited_blocked_domains(connect: dict[str, Any], inherited: list[str]) -> list[str]:
+def inherited_blocked_domains(connect: dict[str, Any], inherited: list[str]) -> list[str]:
     """Blocked domains a pipeline config inherits from the global config.
 
     An explicit opt-in beats a default: with ``allow_private_networks: true`` the inherited
@@ -683,7 +690,7 @@ def _apply_defaults(raw: dict[str, Any], glob: GlobalConfig) -> dict[str, Any]:
             connect.setdefault("allowed_domains", list(glob.security.allowed_domains))
         connect.setdefault("allow_private_networks", glob.security.allow_private_networks)
         if "blocked_domains" not in connect:
-            connect["blocked_domains"] = _inherited_blocked_domains(connect, glob.security.blocked_domains)
+            connect["blocked_domains"] = inherited_blocked_domains(connect, glob.security.blocked_domains)
     fill("extract", {"pdf_mode": d.extract.pdf_mode})
     fill(
         "normalize",

@@ -30,3 +30,7 @@ class FreshnessReport(Strict):
     changed: list[SourceFreshness] = Field(description="Changed or gone sources")
     errors: list[SourceFreshness] = Field(default_factory=list, description="Sources whose check failed")
     unchanged: int = Field(description="Sources checked and unchanged")
+    reused: int = Field(default=0, description="Sources answered from a check made within the server's reuse interval")
+    limited: bool = Field(
+        default=False, description="The rate limit paid for fewer checks than asked: the rest are not checked"
+    )

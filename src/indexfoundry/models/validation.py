@@ -18,6 +18,8 @@ from pydantic import BaseModel, ValidationError
 
 from indexfoundry.errors import ConfigInvalid
 
+_USERINFO = re.compile(r"(//)[^/@\s]*@")
+
 
 def closest(word: str, options: Sequence[str]) -> str | None:
     """The option nearest to ``word`` (difflib), or None when nothing is close enough."""
@@ -142,7 +144,8 @@ def describe_errors(exc: ValidationError, model: type[BaseModel] | None = None) 
         else:
             entry["message"] = str(error.get("msg", "invalid"))
             if "input" in error and not isinstance(error["input"], dict | list):
-                entry["message"] += f" (got {error['input']!r})"
+                # A URL's user and password are never echoed back.
+                entry["message"] += " (got " + _USERINFO.sub(r"\1***@", repr(error["input"])) + ")"
         out.append(entry)
     # A required key reported missing because it was misspelt is explained by the misspelling.
     return [e for e in out if e.pop("_missing", None) not in explained]

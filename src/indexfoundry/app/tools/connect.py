@@ -9,8 +9,10 @@ next ``pipeline run --run-id`` keeps connect and re-plans extract from the chang
 Security stays with the run: the SSRF policy (blocked domains, private networks, size limit)
 comes from the run's frozen config and the global config; tool arguments can only narrow it
 (``allowed_domains`` is intersected, never widened). A caller may pass ``network``
-(:class:`NetworkBounds`, the MCP server's agent policy): the run's private-network allowances
-are narrowed to it, so an agent cannot reach a private host through an operator's run.
+(:class:`NetworkBounds`, an agent's allowances): the run's private-network allowances are
+narrowed to it and the run's ``headers_env`` is not sent (a ``FetchGrant`` brings a fetch
+connection's headers, for its hosts only), so an agent cannot reach a private host or carry a
+credential through an operator's run.
 """
 
 from __future__ import annotations

@@ -211,10 +211,6 @@ def index_embed(
 ) -> IndexEmbedOutput:
     """Generate embeddings with a pinned model for a run's chunks (through the embedding cache);
     writes indexed/embeddings.jsonl (chunk id, base64 float32 vector, model, dimensions)."""
-    from indexfoundry.backends.embedding.providers import resolve_embedder
-    from indexfoundry.phases.index import IndexPhase, embed_chunks
-
-    layout = _layout(payload.run_id, runs_dir)
     config = IndexConfig(
         embedding_model=model_spec(payload.model),
         batch_size=payload.batch_size,
@@ -224,11 +220,30 @@ def index_embed(
         base_url=payload.model.base_url,
         retry_config=payload.retry_config or RetryConfig(),
     )
+    key = sha256_json(payload.model_dump(mode="json"))
+    return embed_run(payload.run_id, payload.chunks_path, config, payload.force, key, runs_dir, progress)
+
+
+def embed_run(
+    run_id: str,
+    chunks_path: str,
+    config: IndexConfig,
+    force: bool,
+    key: str,
+    runs_dir: str | Path | None = None,
+    progress: Any = None,
+) -> IndexEmbedOutput:
+    """What ``indexfoundry_index_embed`` does once its model is an ``IndexConfig``; ``key`` is
+    recorded in the manifest's index entry for the call."""
+    from indexfoundry.backends.embedding.providers import resolve_embedder
+    from indexfoundry.phases.index import IndexPhase, embed_chunks
+
+    layout = _layout(run_id, runs_dir)
     with RunSession.open(layout) as session:
-        chunks_file = _file(layout, payload.chunks_path, "Run the normalize phase first")
+        chunks_file = _file(layout, chunks_path, "Run the normalize phase first")
         chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(chunks_file)]
         embedder = resolve_embedder(config.embedding_model, config)
-        if not payload.force and _up_to_date(layout.embeddings, embedder.model_id, chunks):
+        if not force and _up_to_date(layout.embeddings, embedder.model_id, chunks):
             first = next(iter_jsonl(layout.embeddings), None)
             dims = int(first["dimensions"]) if first else embedder.dimensions
             return IndexEmbedOutput(
@@ -244,7 +259,7 @@ def index_embed(
             IndexPhase(),
             "normalize",
             "indexfoundry_index_embed",
-            sha256_json(payload.model_dump(mode="json")),
+            key,
             [layout.embeddings],
             len(embedded.chunks),
             layout.embeddings,
@@ -309,9 +324,6 @@ def index_upsert(
 ) -> IndexUpsertOutput:
     """Upsert a run's vectors into a vector database (chroma, local, qdrant, milvus), prune ids no
     longer in the run once at the end, and verify the store's ids against the run."""
-    from indexfoundry.backends.stores import open_store, publish
-    from indexfoundry.phases.index import IndexPhase, upsert_chunks, vector_manifest
-
     conn = payload.connection.model_dump(exclude_none=True, exclude={"collection", "namespace"})
     vdb = VectorDbConfig(
         provider=payload.provider,
@@ -323,12 +335,30 @@ def index_upsert(
         upsert_mode=payload.upsert_mode,
         batch_size=payload.batch_size,
     )
-    layout = _layout(payload.run_id, runs_dir)
+    key = sha256_json(payload.model_dump(mode="json"))
+    return upsert_run(payload.run_id, payload.embeddings_path, payload.chunks_path, vdb, key, runs_dir, progress)
+
+
+def upsert_run(
+    run_id: str,
+    embeddings_path: str,
+    chunks_path: str,
+    vdb: VectorDbConfig,
+    key: str,
+    runs_dir: str | Path | None = None,
+    progress: Any = None,
+) -> IndexUpsertOutput:
+    """What ``indexfoundry_index_upsert`` does once its store is a ``VectorDbConfig``; ``key`` is
+    recorded in the manifest's index entry for the call."""
+    from indexfoundry.backends.stores import open_store, publish
+    from indexfoundry.phases.index import IndexPhase, upsert_chunks, vector_manifest
+
+    layout = _layout(run_id, runs_dir)
     with RunSession.open(layout) as session:
         embedded = load_embedded(
             layout,
-            _file(layout, payload.embeddings_path, "Run indexfoundry_index_embed first"),
-            _file(layout, payload.chunks_path, "Run the normalize phase first"),
+            _file(layout, embeddings_path, "Run indexfoundry_index_embed first"),
+            _file(layout, chunks_path, "Run the normalize phase first"),
         )
         started = time.monotonic()
         store = open_store(vdb, layout)
@@ -346,7 +376,7 @@ def index_upsert(
             IndexPhase(),
             "normalize",
             "indexfoundry_index_upsert",
-            sha256_json(payload.model_dump(mode="json")),
+            key,
             [layout.upsert_stats, layout.vector_manifest],
             len(embedded.chunks),
             None,

@@ -66,6 +66,7 @@ from indexfoundry.backends.stores import (
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
+from indexfoundry.models.values import parse_dsn
 from indexfoundry.storage.hashing import sha256_text
 
 REGISTRY = "indexfoundry_tables"
@@ -127,10 +128,9 @@ def text_search_config(conn: dict[str, Any]) -> str:
     return name
 
 
-def resolve_dsn(conn: dict[str, Any]) -> tuple[str, str | None]:
-    """(DSN, password) from ``connection``; a password written into the DSN is refused."""
-    from psycopg.conninfo import conninfo_to_dict
-
+def resolve_dsn(conn: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """(libpq parameters, password) from ``connection``: the DSN parsed once, by libpq's own parser
+    (``models.values.parse_dsn``), and connected with as parsed; a password in the DSN is refused."""
     if conn.get("dsn") and conn.get("dsn_env"):
         raise ConfigInvalid(
             "pgvector: set vector_db.connection.dsn or dsn_env, not both", suggestion="Keep one of them"
@@ -150,18 +150,7 @@ def resolve_dsn(conn: dict[str, Any]) -> tuple[str, str | None]:
             "pgvector needs vector_db.connection.dsn or dsn_env",
             suggestion="Set connection: {dsn: 'postgresql://user@host:5432/db'} and the password in PGPASSWORD",
         )
-    try:
-        parts = conninfo_to_dict(dsn)
-    except Exception:
-        raise ConfigInvalid(
-            "pgvector: the connection string is not valid", suggestion="Use 'postgresql://user@host:5432/db'"
-        ) from None
-    if parts.get("password"):
-        # Named without its value: the DSN itself must never reach a message.
-        raise ConfigInvalid(
-            "pgvector: the connection string contains a password",
-            suggestion="Remove it from the DSN and export PGPASSWORD (or set connection.password_env)",
-        )
+    params = parse_dsn(dsn, "the connection string")
     password = None
     if conn.get("password_env"):
         name = str(conn["password_env"])
@@ -171,7 +160,7 @@ def resolve_dsn(conn: dict[str, Any]) -> tuple[str, str | None]:
                 f"pgvector: the environment variable {name} (vector_db.connection.password_env) is not set",
                 suggestion=f"export {name}=...",
             )
-    return dsn, password
+    return params, password
 
 
 class PgVectorStore:
@@ -190,7 +179,7 @@ class PgVectorStore:
         self.schema = str(config.connection.get("schema", "public"))
         self.view = base_name(config.collection, config.namespace)
         self.table = run_table_name(config.collection, config.namespace, run_id) if run_id else None
-        self._dsn, self._password = resolve_dsn(config.connection)
+        self._params, self._password = resolve_dsn(config.connection)
         self._conn: Any = None
         self._lock = threading.RLock()
         self._dimensions: int | None = None
@@ -205,11 +194,14 @@ class PgVectorStore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        kwargs: dict[str, Any] = {"connect_timeout": int(self.config.connection.get("connect_timeout", 10))}
+        kwargs: dict[str, Any] = {
+            **self._params,
+            "connect_timeout": int(self.config.connection.get("connect_timeout", 10)),
+        }
         if self._password:
             kwargs["password"] = self._password
         with translating(_db_error, "connection"):
-            conn = psycopg.connect(self._dsn, autocommit=True, **kwargs)
+            conn = psycopg.connect(autocommit=True, **kwargs)
         try:
             if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
                 with conn.transaction():

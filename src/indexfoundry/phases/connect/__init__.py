@@ -164,7 +164,9 @@ class ConnectPhase(Phase):
         self._source_details: dict[str, dict[str, Any]] = {}
 
     def config_slice(self, config: PipelineConfig) -> Any:
-        return config.connect.model_dump(mode="json")
+        # headers_env_hosts only when set: configs that do not use it keep their fingerprints.
+        unset = set() if config.connect.headers_env_hosts else {"headers_env_hosts"}
+        return config.connect.model_dump(mode="json", exclude=unset)
 
     def tool_versions(self) -> dict[str, str]:
         return {**super().tool_versions(), "httpx": package_version("httpx")}

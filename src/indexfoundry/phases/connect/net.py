@@ -4,7 +4,9 @@ Two layers keep a fetch from reaching what it must not:
 
 * **Names, on every hop.** Redirects are followed here, not by httpx, so each hop's URL is
   checked before it is requested: only ``http``/``https``, not in ``blocked_domains``, inside
-  every non-empty ``allowed_domains`` list. Custom headers are dropped on a cross-origin hop.
+  every non-empty ``allowed_domains`` list. Custom headers are dropped on a cross-origin hop;
+  headers read from the environment (``headers_env``) go only to ``headers_env_hosts`` when the
+  config names them.
 * **Addresses, at connect time.** httpx connects through :class:`GuardedBackend`, which resolves
   the host itself, refuses loopback, private, link-local (169.254.169.254 …), multicast,
   unspecified and other non-global addresses unless private networks are allowed (for all hosts,
@@ -37,6 +39,7 @@ import httpx
 
 from indexfoundry.errors import ConfigInvalid, DomainBlocked, FetchFailed, FetchTimeout, FileTooLarge, IndexFoundryError
 from indexfoundry.models.config import ConnectConfig, GlobalConfig, NetworkBounds
+from indexfoundry.models.connections import FetchGrant
 from indexfoundry.storage.atomic import new_temp_file
 
 Resolver = Callable[[str, int], list[str]]
@@ -115,6 +118,10 @@ class FetchPolicy:
 
     user_agent: str = "IndexFoundry/1.0"
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Headers read from the environment (``headers_env``): sent only to ``secret_hosts`` when it is
+    # not empty (``'name'`` or ``'name:port'``, matched exactly), and never on a cross-origin hop.
+    secret_headers: Mapping[str, str] = field(default_factory=dict)
+    secret_hosts: tuple[str, ...] = ()
     timeout_s: float = 30.0
     max_bytes: int = 50 * 1024 * 1024
     # Each non-empty list must contain the host (run config and tool arguments both restrict).
@@ -135,7 +142,9 @@ class FetchPolicy:
         allowed = tuple(t for t in (tuple(connect.allowed_domains), tuple(security.allowed_domains)) if t)
         return cls(
             user_agent=connect.user_agent,
-            headers={**connect.headers, **env_headers(connect.headers_env)},
+            headers=dict(connect.headers),
+            secret_headers=env_headers(connect.headers_env),
+            secret_hosts=tuple(connect.headers_env_hosts),
             timeout_s=connect.timeout_ms / 1000,
             max_bytes=int(connect.max_file_size_mb * 1024 * 1024),
             allowed_domains=allowed,
@@ -149,7 +158,11 @@ class FetchPolicy:
         )
 
     def bounded(self, bounds: NetworkBounds | None) -> FetchPolicy:
-        """This policy narrowed to ``bounds`` (private networks both allow; never wider)."""
+        """This policy narrowed to ``bounds`` (private networks both allow; never wider).
+
+        ``bounds`` are an agent's: the run's own ``headers_env`` is dropped, and only the headers
+        of the fetch connection the call named (a :class:`FetchGrant`) are sent, to its hosts only.
+        """
         if bounds is None:
             return self
 
@@ -167,11 +180,26 @@ class FetchPolicy:
         if self.allow_private_networks:
             offered.extend(bounds.allowed_private_hosts)  # the run allows all: the bounds' hosts remain
         hosts = tuple(dict.fromkeys(h for h in offered if permitted(h)))
+        grant = bounds if isinstance(bounds, FetchGrant) and bounds.headers_env else None
         return replace(
             self,
             allow_private_networks=self.allow_private_networks and bounds.allow_private_networks,
             allowed_private_hosts=hosts,
+            secret_headers=env_headers(grant.headers_env) if grant is not None else {},
+            secret_hosts=tuple(grant.headers_env_hosts) if grant is not None else (),
         )
+
+    def secrets_for(self, url: httpx.URL) -> Mapping[str, str]:
+        """The secret headers a request to ``url`` carries: all of them, or none off ``secret_hosts``."""
+        if not self.secret_headers or not self.secret_hosts:
+            return self.secret_headers
+        host = (url.host or "").lower().rstrip(".")
+        port = url.port or (443 if url.scheme == "https" else 80)
+        for entry in self.secret_hosts:
+            name, entry_port = _split_host_port(entry)
+            if name.rstrip(".") == host and entry_port in (None, port):
+                return self.secret_headers
+        return {}
 
     def private_allowed(self, host: str, port: int) -> bool:
         """May ``host:port`` be reached on a loopback/private address?"""
@@ -438,7 +466,7 @@ class Fetcher:
         origin = check_url(url, self.policy)
         current = origin
         redirects: list[str] = []
-        base_headers = {**self.policy.headers, **headers}
+        base_headers = {**self.policy.headers, **self.policy.secrets_for(origin), **headers}
         deadline = time.monotonic() + self.policy.timeout_s * TOTAL_TIMEOUT_FACTOR
         for _hop in range(self.policy.max_redirects + 1):
             hop_headers = base_headers if _same_origin(origin, current) else dict(headers)

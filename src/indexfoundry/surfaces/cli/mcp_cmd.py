@@ -10,7 +10,6 @@ import typer
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.surfaces.cli.options import RunsDir
-from indexfoundry.surfaces.mcp.security import DEFAULT_AGENT_ENV, LOOPBACK_HOSTS, AgentPolicy
 
 
 def register(app: typer.Typer) -> None:
@@ -63,17 +62,13 @@ def register(app: typer.Typer) -> None:
             "pipeline tool). Default: docs with --docs, else all.",
             show_default=False,
         ),
-        allow_env: list[str] = typer.Option(
-            [],
-            "--allow-env",
-            help="Environment variable agents may name as a key or password (repeatable; default: "
-            + ", ".join(sorted(DEFAULT_AGENT_ENV))
-            + ").",
-        ),
-        allow_endpoints: list[str] = typer.Option(
-            [],
-            "--allow-endpoint",
-            help="Embedding/rerank API or store server URL agents may point at (repeatable; default: none).",
+        connections: Path | None = typer.Option(
+            None,
+            "--connections",
+            envvar="INDEXFOUNDRY_CONNECTIONS",
+            help="Connections file (YAML/JSON): the embedding APIs, stores, rerankers and fetch credentials "
+            "agents may name (index.connection: NAME ...); agents write no URL, host, DSN or env var themselves.",
+            show_default=False,
         ),
         allow_private_hosts: list[str] = typer.Option(
             [],
@@ -83,8 +78,17 @@ def register(app: typer.Typer) -> None:
         allow_private_networks: bool = typer.Option(
             False, "--allow-private-networks", help="Let agents' runs fetch any private or loopback address."
         ),
-        allow_bind_hosts: list[str] = typer.Option(
-            [], "--allow-bind-host", help="Address agents may bind the HTTP API to besides loopback (repeatable)."
+        freshness_reuse: float = typer.Option(
+            300.0, "--freshness-reuse", min=0, help="check_freshness reuses a source's check for this many seconds."
+        ),
+        freshness_rate: int = typer.Option(
+            120,
+            "--freshness-rate",
+            min=0,
+            help="check_freshness checks at most this many sources a minute (0: no limit).",
+        ),
+        retired: list[str] = typer.Option(
+            [], "--allow-env", "--allow-endpoint", "--allow-bind-host", hidden=True, help="Replaced by --connections."
         ),
         libraries: list[str] = typer.Option(
             [],
@@ -129,12 +133,14 @@ def register(app: typer.Typer) -> None:
                 raise ConfigInvalid("--token-env only applies to --http", suggestion="Add --http, or drop --token-env")
         from indexfoundry.models.config import load_global_config
 
-        policy = AgentPolicy(
-            allow_private_networks=allow_private_networks or load_global_config().security.allow_private_networks,
-            allowed_private_hosts=tuple(allow_private_hosts),
-            allowed_endpoints=tuple(allow_endpoints),
-            allowed_bind_hosts=LOOPBACK_HOSTS | frozenset(h.strip("[]").lower() for h in allow_bind_hosts),
-        ).with_env(allow_env)
+        if retired:
+            raise ConfigInvalid(
+                "--allow-env, --allow-endpoint and --allow-bind-host are gone: agents no longer write endpoints, "
+                "env var names or bind hosts",
+                suggestion="Name each embedding API, store, reranker and credential in a connections file "
+                "(indexfoundry mcp --connections FILE); agents refer to them by name (docs/mcp.md)",
+            )
+        named = api.load_connections(connections.expanduser()) if connections is not None else None
         options = ServerOptions(
             libraries=[api.parse_library_flag(value) for value in libraries],
             libraries_file=libraries_file.expanduser().resolve() if libraries_file is not None else None,
@@ -145,7 +151,11 @@ def register(app: typer.Typer) -> None:
             embedding_model=embedding_model,
             roots=[r.expanduser().resolve() for r in roots],
             watch=watch,
-            policy=policy,
+            connections=named,
+            allow_private_networks=allow_private_networks or load_global_config().security.allow_private_networks,
+            allowed_private_hosts=list(allow_private_hosts),
+            freshness_reuse_s=freshness_reuse,
+            freshness_per_minute=freshness_rate,
             tools=tools,
         )
         if folder is not None:

@@ -26,7 +26,6 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
 from indexfoundry import __version__, api
-from indexfoundry.api import FreshnessReport
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import AllowedFilter, SearchFilter, SearchMode, SearchRequest, SearchResponse
@@ -37,6 +36,7 @@ from indexfoundry.models.serve import (
 )
 from indexfoundry.surfaces.http.auth import KeyRing, Principal, auth_error, presented_key
 from indexfoundry.surfaces.http.errors import ErrorEnvelope, HttpProblem, install_error_handlers, retry_after_header
+from indexfoundry.surfaces.http.freshness import add_freshness_route
 from indexfoundry.surfaces.http.holder import RunHolder
 from indexfoundry.surfaces.http.limits import BodyLimitMiddleware
 from indexfoundry.surfaces.http.ratelimit import RateLimiter
@@ -79,15 +79,7 @@ def _json_integer(value: Any) -> Any:
     return value
 
 
-def _json_number(value: Any) -> Any:
-    """JSON Schema's number: 3 and 0.5 yes; true and "0.5" no."""
-    if isinstance(value, bool | str):
-        raise ValueError("must be a number")
-    return value
-
-
 JsonInt = Annotated[int, BeforeValidator(_json_integer)]
-JsonNumber = Annotated[float, BeforeValidator(_json_number)]
 Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
 Number = StrictInt | StrictFloat
 _VALUE_KINDS: tuple[tuple[frozenset[str], Any, str], ...] = (
@@ -167,24 +159,6 @@ def search_body_model(settings: HttpSettings) -> type[BaseModel]:
     return model
 
 
-class FreshnessBody(BaseModel):
-    """Which sources to check, and how long the check may take."""
-
-    model_config = SearchRequest.model_config
-
-    # At most 25 uris of 512 characters: a body the spec allows always fits the default 16 KiB body
-    # limit (a larger list would be refused with 413 although the spec allowed it).
-    uris: Annotated[list[Annotated[StrictStr, Field(min_length=1, max_length=512)]], Field(max_length=25)] | None = (
-        Field(default=None, description="Only these sources (results' source.uri); default: every source of the run")
-    )
-    sample: Annotated[float, Field(gt=0, le=1), BeforeValidator(_json_number)] | None = Field(
-        default=None, description="Check this share of the sources (the same ones each time)"
-    )
-    max_seconds: JsonNumber = Field(
-        default=20, gt=0, le=60, description="Time limit; sources left unchecked set timed_out"
-    )
-
-
 class Guard:
     """Authentication, namespace check and rate limiting for the API endpoints."""
 
@@ -220,8 +194,8 @@ class Guard:
     def client(self, request: Request, key: str | None, run: api.Run | None = None) -> Principal | None:
         """Rate limit the caller and authenticate its key (required by the server, or ``run``)."""
         principal: Principal | None = self.keys.authenticate(key) if key else None
-        client = f"key:{principal.name}" if principal else f"ip:{request.client.host if request.client else '-'}"
         request.state.principal = principal.name if principal else None
+        client = self.client_id(request)
         if self.limiter is not None:
             wait = self.limiter.acquire(client)
             if wait > 0:
@@ -235,6 +209,12 @@ class Guard:
         if self.auth_required(run) and principal is None:
             raise HttpProblem(401, auth_error(), {"WWW-Authenticate": "Bearer"})
         return principal
+
+    @staticmethod
+    def client_id(request: Request) -> str:
+        """Whom the rate limit counts: the key's name, else the connecting address."""
+        principal = getattr(request.state, "principal", None)
+        return f"key:{principal}" if principal else f"ip:{request.client.host if request.client else '-'}"
 
     def admit(self, run: api.Run, principal: Principal | None) -> None:
         """May ``principal`` read ``run``: its profile's key requirement and namespaces."""
@@ -453,26 +433,7 @@ def create_app(
             )
 
     if "check_freshness" in wanted:
-
-        @app.post(
-            f"{base}/freshness",
-            response_model=FreshnessReport,
-            response_model_exclude_none=True,
-            responses=_ERROR_RESPONSES,
-            operation_id="check_freshness",
-            tags=["service"],
-        )
-        def check_freshness(body: FreshnessBody, run: Served) -> FreshnessReport:
-            """Which sources of the served run changed since it read them: files by hash, URLs by a
-            conditional request (ETag / Last-Modified) through the run's SSRF-guarded fetcher, within
-            max_seconds, optionally on a deterministic sample."""
-            return api.check_freshness(
-                run.id,
-                runs_dir=run.runs_dir,
-                uris=body.uris,
-                sample=body.sample,
-                max_seconds=body.max_seconds,
-            )
+        add_freshness_route(app, base, Served, guard, settings, _ERROR_RESPONSES)
 
     page = _static_text("index.html").replace("{{BASE_PATH}}", html.escape(base, quote=True))
     page = page.replace("{{TITLE}}", html.escape(settings.api_info.title))

@@ -34,16 +34,25 @@ class RateLimiter:
 
     def acquire(self, client: str) -> float:
         """0.0 if the request may go ahead, else the seconds to wait before retrying."""
+        granted, wait = self.take(client, 1)
+        return 0.0 if granted else wait
+
+    def take(self, client: str, wanted: int) -> tuple[int, float]:
+        """Spend up to ``wanted`` requests' worth of ``client``'s allowance at once (a check of
+        ``wanted`` sources): (how many were granted, seconds until one more would be; 0 if any)."""
+        if wanted <= 0:
+            return 0, 0.0
         now = self._clock()
-        tolerance = self.interval * (self.burst - 1)
+        capacity = self.interval * self.burst
         with self._lock:
             tat = max(self._tat.get(client, now), now)
-            allowed_at = tat - tolerance
-            if now < allowed_at:
+            free = int((capacity - (tat - now)) / self.interval + 1e-9)
+            granted = min(wanted, free)
+            if granted <= 0:  # only a client that spent its allowance is refused: it has an entry
                 self._tat.move_to_end(client)
-                return allowed_at - now
-            self._tat[client] = tat + self.interval
+                return 0, (tat - now) - (capacity - self.interval)
+            self._tat[client] = tat + granted * self.interval
             self._tat.move_to_end(client)
             while len(self._tat) > self.max_clients:
                 self._tat.popitem(last=False)
-            return 0.0
+            return granted, 0.0

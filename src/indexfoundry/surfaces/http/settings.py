@@ -43,6 +43,9 @@ class HttpSettings(Strict):
         default=None,
         description="Filters the search body accepts (the retrieval profile's); None: any field, checked per run",
     )
+    freshness_reuse_s: float = Field(
+        default=300, ge=0, le=86400, description="/freshness reuses a source's check for this long (0: never)"
+    )
     reload_interval_s: float = Field(
         default=2.0, ge=0.05, le=3600, description="How often 'latest' checks for a newer completed run"
     )
@@ -67,6 +70,7 @@ class HttpSettings(Strict):
             "max_request_bytes": serve.max_request_bytes,
             "max_query_chars": serve.max_query_chars,
             "max_top_k": serve.max_top_k,
+            "freshness_reuse_s": serve.freshness_reuse_s,
         }
         data.update({key: value for key, value in overrides.items() if value is not None})
         return cls.model_validate(data)

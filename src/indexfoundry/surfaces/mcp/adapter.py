@@ -1,16 +1,17 @@
 """Turn IndexFoundry tools into MCP tools on the official SDK's ``MCPServer``.
 
-One adapter for every tool the server exposes (the design's pipeline tools from the registry
-and the retrieval tools): the input schema is the tool's strict pydantic model
-(``additionalProperties: false``) made compact (``schemas.py``); no output schema is listed
-(it would cost every agent's context and no agent needs it); annotations come from the
-registry. A call goes through, in order:
+One adapter for every tool the server exposes (the pipeline tools with the agent's input
+models, ``api.agent_tool_specs``, and the retrieval tools): the input schema is the tool's
+strict pydantic model (``additionalProperties: false``) made compact (``schemas.py``); no
+output schema is listed (it would cost every agent's context and no agent needs it);
+annotations come from the registry. A call goes through, in order:
 
-1. ``guard_arguments``: run ids must be UUIDs, paths must stay in the run folder or the roots,
-   hosts, endpoints and env vars within the operator's ``AgentPolicy``;
-2. validation against the strict input model (unknown keys → ``CONFIG_INVALID``);
-3. the tool function in a worker thread (with an MCP progress reporter for long tools);
-4. the result as structured content plus text; an ``IndexFoundryError`` as the seed's
+1. a run id (``run_id``, ``run_id_a`` ...) must be a UUID or ``latest`` (``RUN_NOT_FOUND``);
+   then validation against the strict input model: an unknown key (a URL, host, DSN, env var or
+   header an agent's model does not have) is ``CONFIG_INVALID`` with its key path;
+2. the tool function in a worker thread (with an MCP progress reporter for long tools), which
+   resolves connection names and paths (``app/agent``) before the operator's tool runs;
+3. the result as structured content plus text; an ``IndexFoundryError`` as the seed's
    ``ToolError`` (``isError``, ``error.code``, ``message``, ``recoverable``, ``suggestion``).
 
 This is the MCP surface's catch-all boundary: anything else becomes ``INTERNAL_ERROR`` with
@@ -26,7 +27,6 @@ import logging
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -42,7 +42,7 @@ from indexfoundry.models.manifests import ToolError
 from indexfoundry.models.validation import validation_error
 from indexfoundry.surfaces.mcp.progress import McpProgress
 from indexfoundry.surfaces.mcp.schemas import listed_schema
-from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, guard_arguments
+from indexfoundry.surfaces.mcp.security import RUN_ID_KEYS, check_run_id
 
 log = logging.getLogger("indexfoundry.mcp")
 
@@ -73,7 +73,6 @@ class Exposed:
     open_world: bool
     long_running: bool = False
     output_model: type[BaseModel] | None = None
-    guard_paths: bool = True
     title: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
 
@@ -157,17 +156,15 @@ class _RawArguments(FuncMetadata):
 
 
 class Runner:
-    """Runs exposed tools: guards, validates, calls in a thread, maps errors."""
-
-    def __init__(self, roots: Roots, runs_dir: Path, policy: AgentPolicy | None = None) -> None:
-        self.roots = roots
-        self.runs_dir = runs_dir
-        self.policy = policy or AgentPolicy()
+    """Runs exposed tools: validates, calls in a thread, maps errors."""
 
     def prepare(self, tool: Exposed, arguments: dict[str, Any]) -> BaseModel:
-        """Guard and validate raw arguments (raises IndexFoundryError)."""
-        if tool.guard_paths:
-            arguments = guard_arguments(arguments, self.roots, self.runs_dir, self.policy)
+        """Validate raw arguments against the tool's strict input model (raises IndexFoundryError).
+
+        A run id that is not a UUID (or ``latest``) is ``RUN_NOT_FOUND`` first, as everywhere."""
+        for key in RUN_ID_KEYS & set(arguments):
+            if arguments[key] is not None:
+                check_run_id(arguments[key], key, allow_latest=True)
         try:
             return tool.input_model.model_validate(arguments)
         except ValidationError as exc:

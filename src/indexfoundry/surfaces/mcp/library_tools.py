@@ -246,7 +246,6 @@ class LibraryTools:
             "destructive": False,
             "idempotent": True,
             "open_world": False,
-            "guard_paths": False,
         }
         tools: list[tuple[str, str, type[BaseModel], type[BaseModel], Callable[..., BaseModel | TextAnswer]]] = [
             (

@@ -17,6 +17,7 @@ from indexfoundry.errors import RunNotFound
 from indexfoundry.models.ids import LATEST
 from indexfoundry.models.retrieval import SearchMode, SearchRequest, SearchResult
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
+from indexfoundry.surfaces.mcp.freshness import FreshnessGate
 from indexfoundry.surfaces.mcp.retrieval_models import (
     CheckFreshnessInput,
     DocHit,
@@ -73,9 +74,12 @@ def _stamp(run_id: str, indexed_at: str | None, note: str | None = None) -> str:
 class RetrievalTools:
     """The four retrieval tools over a run source."""
 
-    def __init__(self, source: RunSource, runs: api.RunPool, flag_changed: bool = False) -> None:
+    def __init__(
+        self, source: RunSource, runs: api.RunPool, flag_changed: bool = False, freshness: FreshnessGate | None = None
+    ) -> None:
         self.source = source
         self.runs = runs
+        self.freshness = freshness or FreshnessGate()
         # Docs mode: say when a hit's file changed since its run was indexed (not rebuilt yet).
         self.flag_changed = flag_changed
         # Docs mode: page paths are shown relative to the docs folder ("api/auth.md", not
@@ -273,6 +277,8 @@ class RetrievalTools:
             uris=uris,
             sample=payload.sample,
             max_seconds=payload.max_seconds,
+            cache=self.freshness.cache,
+            budget=self.freshness.budget,
         )
 
     def list_pages(self, payload: ListPagesInput) -> TextAnswer:
@@ -306,7 +312,6 @@ class RetrievalTools:
             "destructive": False,
             "idempotent": True,
             "open_world": False,
-            "guard_paths": False,
         }
         return [
             Exposed(

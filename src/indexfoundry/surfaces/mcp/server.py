@@ -1,8 +1,9 @@
-"""The IndexFoundry MCP server: every registered pipeline tool, the retrieval tools, pages as resources.
+"""The IndexFoundry MCP server: the pipeline tools, the retrieval tools, pages as resources.
 
 ``create_server(options)`` builds an ``MCPServer`` (official SDK, v2). Pipeline tools are read
-from the tool registry when the server is created, so every tool the phases register is
-exposed with its strict input schema, output schema and annotations.
+from the tool registry when the server is created, each with the *agent's* input model
+(``api.agent_tool_specs``): an agent names the operator's connections (``--connections``)
+and paths inside the roots (``--root``), never a destination or a secret.
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ from mcp_types import Resource as MCPResource
 
 from indexfoundry import __version__, api
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError
-from indexfoundry.models.config import NetworkBounds
 from indexfoundry.surfaces.mcp.adapter import Exposed, Runner, from_spec
+from indexfoundry.surfaces.mcp.freshness import DEFAULT_PER_MINUTE, DEFAULT_REUSE_S, FreshnessGate
 from indexfoundry.surfaces.mcp.library_tools import LibraryTools
 from indexfoundry.surfaces.mcp.retrieval import FixedRuns, RetrievalTools, RunSource
 from indexfoundry.surfaces.mcp.schemas import SCHEMA_URI_PREFIX, compact_schema
-from indexfoundry.surfaces.mcp.security import AgentPolicy, Roots, check_run_id, tokens_equal
+from indexfoundry.surfaces.mcp.security import check_run_id, tokens_equal
 
 if TYPE_CHECKING:
-    from indexfoundry.api import DocsIndex, LibraryEntry, LibraryRegistry
+    from indexfoundry.api import Connections, DocsIndex, LibraryEntry, LibraryRegistry, Roots
 
 log = logging.getLogger("indexfoundry.mcp")
 
@@ -71,8 +72,14 @@ class ServerOptions:
     docs: Path | None = None
     embedding_model: str = "local"
     roots: list[Path] = field(default_factory=list)
-    # What agents' arguments may name beyond the roots: hosts, endpoints, env vars (operator flags).
-    policy: AgentPolicy = field(default_factory=AgentPolicy)
+    # The operator's connections file: what agents may name (None: no connections).
+    connections: Connections | None = None
+    # Private networks agents' fetches may reach (--allow-private-networks, --allow-private-host).
+    allow_private_networks: bool = False
+    allowed_private_hosts: list[str] = field(default_factory=list)
+    # check_freshness: a source's check is reused for this long; at most this many checks a minute.
+    freshness_reuse_s: float = DEFAULT_REUSE_S
+    freshness_per_minute: int = DEFAULT_PER_MINUTE
     # In-process hook (tests, library use): an embedder instance for indexing and search.
     embedder: Any = None
     watch: bool = True
@@ -117,10 +124,19 @@ class IndexFoundryMCP(MCPServer[Any]):
 
 def _roots(options: ServerOptions) -> Roots:
     if options.roots:
-        return Roots(options.roots)
+        return api.Roots(options.roots)
     if options.docs is not None:
-        return Roots([options.docs])
-    return Roots([Path.cwd()])
+        return api.Roots([options.docs])
+    return api.Roots([Path.cwd()])
+
+
+def _scope(options: ServerOptions) -> api.AgentScope:
+    return api.AgentScope(
+        roots=_roots(options),
+        connections=options.connections if options.connections is not None else api.Connections(),
+        allow_private_networks=options.allow_private_networks,
+        allowed_private_hosts=tuple(options.allowed_private_hosts),
+    )
 
 
 def create_server(
@@ -162,15 +178,10 @@ def create_server(
         source = docs
     else:
         source = FixedRuns(runs_dir, options.run_id)
-    retrieval = RetrievalTools(source, runs, flag_changed=docs is not None)
-    runner = Runner(_roots(options), runs_dir, options.policy)
-
-    # The connect tools narrow a run's private-network allowances to the operator's agent policy.
-    network = NetworkBounds(
-        allow_private_networks=options.policy.allow_private_networks,
-        allowed_private_hosts=list(options.policy.allowed_private_hosts),
-    )
-    context: dict[str, Any] = {"runs_dir": runs_dir, "network": network}
+    freshness = FreshnessGate(options.freshness_reuse_s, options.freshness_per_minute)
+    retrieval = RetrievalTools(source, runs, flag_changed=docs is not None, freshness=freshness)
+    runner = Runner()
+    context: dict[str, Any] = {"runs_dir": runs_dir}
     if options.embedder is not None:
         context["embedder"] = options.embedder
     exposed: list[Exposed]
@@ -180,7 +191,7 @@ def create_server(
     else:
         exposed = retrieval.exposed()
         if options.tool_set() == "all":
-            exposed.extend(from_spec(spec, context) for spec in api.tool_specs().values())
+            exposed.extend(from_spec(spec, context) for spec in api.agent_tool_specs(_scope(options)).values())
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:

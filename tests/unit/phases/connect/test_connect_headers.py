@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from indexfoundry import api
@@ -28,7 +29,25 @@ def test_headers_env_values_are_read_at_fetch_time(monkeypatch: pytest.MonkeyPat
         {"sources": SOURCES, "headers": {"Accept-Language": "en"}, "headers_env": {"Authorization": "DOCS_AUTH"}}
     )
     policy = FetchPolicy.from_config(connect)
-    assert policy.headers == {"Accept-Language": "en", "Authorization": "Bearer from-env"}
+    assert policy.headers == {"Accept-Language": "en"}
+    assert policy.secret_headers == {"Authorization": "Bearer from-env"}
+    assert policy.secrets_for(httpx.URL("https://anywhere.example/")) == {"Authorization": "Bearer from-env"}
+
+
+def test_headers_env_goes_only_to_headers_env_hosts_when_the_config_names_them(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("DOCS_AUTH", "Bearer from-env")
+    connect = ConnectConfig.model_validate(
+        {
+            "sources": SOURCES,
+            "headers_env": {"Authorization": "DOCS_AUTH"},
+            "headers_env_hosts": ["docs.internal:8080", "example.org"],
+        }
+    )
+    policy = FetchPolicy.from_config(connect)
+    for url in ("http://docs.internal:8080/a", "https://example.org/x", "http://EXAMPLE.org./y"):
+        assert policy.secrets_for(httpx.URL(url)) == {"Authorization": "Bearer from-env"}, url
+    for url in ("http://docs.internal:8081/a", "http://docs.internal/a", "https://sub.example.org/", "http://x.test/"):
+        assert policy.secrets_for(httpx.URL(url)) == {}, url
 
 
 def test_a_headers_env_variable_that_is_not_set_fails_before_a_run_exists(tmp_path: Path, monkeypatch):
