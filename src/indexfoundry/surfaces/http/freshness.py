@@ -10,9 +10,9 @@
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the route signature at runtime.
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, BeforeValidator, Field, StrictStr
 
 from indexfoundry import api
@@ -21,10 +21,9 @@ from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.retrieval import SearchRequest
 from indexfoundry.surfaces.http.auth import auth_error
 from indexfoundry.surfaces.http.errors import HttpProblem, retry_after_header
+from indexfoundry.surfaces.http.guard import Guard, Served
+from indexfoundry.surfaces.http.schemas import ERROR_RESPONSES
 from indexfoundry.surfaces.http.settings import HttpSettings
-
-if TYPE_CHECKING:
-    from indexfoundry.surfaces.http.app import Guard
 
 
 def _json_number(value: Any) -> Any:
@@ -55,10 +54,9 @@ class FreshnessBody(BaseModel):
     )
 
 
-def add_freshness_route(
-    app: FastAPI, base: str, served: Any, guard: "Guard", settings: HttpSettings, responses: dict[int | str, Any]
-) -> None:
-    """Add ``POST {base}/freshness`` (``served`` is the app's authenticated run dependency)."""
+def freshness_router(settings: HttpSettings, guard: Guard) -> APIRouter:
+    """``POST {base}/freshness``, checking with one reuse cache per app."""
+    router = APIRouter()
     cache = api.FreshnessCache(settings.freshness_reuse_s)
 
     def budget_for(client: str) -> Any:
@@ -78,15 +76,15 @@ def add_freshness_route(
 
         return budget
 
-    @app.post(
-        f"{base}/freshness",
+    @router.post(
+        f"{settings.base_path}/freshness",
         response_model=FreshnessReport,
         response_model_exclude_none=True,
-        responses=responses,
+        responses=ERROR_RESPONSES,
         operation_id="check_freshness",
         tags=["service"],
     )
-    def check_freshness(body: FreshnessBody, run: served, request: Request) -> FreshnessReport:
+    def check_freshness(body: FreshnessBody, run: Served, request: Request) -> FreshnessReport:
         """Which sources of the served run changed since it read them: files by hash, URLs by a
         conditional request (ETag / Last-Modified) through the run's SSRF-guarded fetcher, within
         max_seconds, optionally on a deterministic sample. Needs a key when the server has keys;
@@ -104,3 +102,5 @@ def add_freshness_route(
             cache=cache,
             budget=budget_for(guard.client_id(request)),
         )
+
+    return router

@@ -6,12 +6,11 @@ cut in ``app/libraries/search.py``, never here.
 """
 
 # No ``from __future__ import annotations`` here: FastAPI reads the route signatures at runtime and
-# they refer to names local to ``add_library_routes`` (the per-app search body model, ``Admit``).
+# they refer to the per-app search body model, local to ``library_router``.
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import Depends, FastAPI, Path, Query, Request
-from fastapi.security import HTTPAuthorizationCredentials
+from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field, create_model
 
 from indexfoundry import api
@@ -23,8 +22,8 @@ from indexfoundry.models.serve import (
     LibrarySearchView,
     LibrarySectionView,
 )
-from indexfoundry.surfaces.http.app import _ERROR_RESPONSES, _NOT_FOUND, Guard, JsonInt, _api_key_header, _bearer
-from indexfoundry.surfaces.http.auth import presented_key
+from indexfoundry.surfaces.http.guard import Guard, RequestKey
+from indexfoundry.surfaces.http.schemas import ERROR_RESPONSES, NOT_FOUND, JsonInt
 from indexfoundry.surfaces.http.settings import HttpSettings
 
 if TYPE_CHECKING:
@@ -38,19 +37,15 @@ _LibraryVersion = Annotated[
 _PagePath = Annotated[str, Query(min_length=1, max_length=2048, description="Page path (from search or pages)")]
 
 
-def _admission(guard: Guard) -> Callable[..., Callable[[api.Run], None]]:
+def admission(request: Request, key: RequestKey) -> Callable[[api.Run], None]:
     """The dependency that gives a library route its ``admit(run)``: the request's client (by its
-    key) admitted to a run, or refused, as on the one-run routes."""
+    key) admitted to a run, or refused, as on the one-run routes (the app's ``Guard`` decides)."""
+    guard: Guard = request.app.state.guard
+    principal = guard.client(request, key)
+    return lambda run: guard.admit(run, principal)
 
-    def admitted(
-        request: Request,
-        x_api_key: Annotated[str | None, Depends(_api_key_header)],
-        bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    ) -> Callable[[api.Run], None]:
-        principal = guard.client(request, presented_key(f"Bearer {bearer.credentials}" if bearer else None, x_api_key))
-        return lambda run: guard.admit(run, principal)
 
-    return admitted
+Admit = Annotated[Callable[[api.Run], None], Depends(admission)]
 
 
 def _library_search_body(settings: HttpSettings) -> type[BaseModel]:
@@ -79,18 +74,18 @@ def _library_search_body(settings: HttpSettings) -> type[BaseModel]:
     )
 
 
-def add_library_routes(app: FastAPI, settings: HttpSettings, guard: Guard, reader: "LibraryReader") -> None:
+def library_router(settings: HttpSettings, reader: "LibraryReader") -> APIRouter:
     """``/libraries`` endpoints over a library registry (the MCP library tools' HTTP twin)."""
     base = settings.base_path
-    responses = {**_ERROR_RESPONSES, **_NOT_FOUND}
-    Admit = Annotated[Callable[[api.Run], None], Depends(_admission(guard))]
+    router = APIRouter()
+    responses = {**ERROR_RESPONSES, **NOT_FOUND}
     LibrarySearchBody = _library_search_body(settings)
 
-    @app.get(
+    @router.get(
         f"{base}/libraries",
         response_model=LibrariesView,
         response_model_exclude_none=True,
-        responses=_ERROR_RESPONSES,
+        responses=ERROR_RESPONSES,
         operation_id="list_libraries",
         tags=["libraries"],
     )
@@ -101,7 +96,7 @@ def add_library_routes(app: FastAPI, settings: HttpSettings, guard: Guard, reade
         """Every library version served: its run, when it was indexed and checked, its page count."""
         return reader.list(name)
 
-    @app.post(
+    @router.post(
         f"{base}/libraries/search",
         response_model=LibrarySearchView,
         response_model_exclude_none=True,
@@ -123,14 +118,15 @@ def add_library_routes(app: FastAPI, settings: HttpSettings, guard: Guard, reade
             admit=admit,
         ).view()
 
-    _add_page_routes(app, base, Admit, reader)
+    _add_page_routes(router, base, reader)
+    return router
 
 
-def _add_page_routes(app: FastAPI, base: str, Admit: Any, reader: "LibraryReader") -> None:
+def _add_page_routes(router: APIRouter, base: str, reader: "LibraryReader") -> None:
     """``/libraries/{name}/pages``, ``/page`` and ``/section``: reading one library version."""
-    responses = {**_ERROR_RESPONSES, **_NOT_FOUND}
+    responses = {**ERROR_RESPONSES, **NOT_FOUND}
 
-    @app.get(
+    @router.get(
         f"{base}/libraries/{{name}}/pages",
         response_model=LibraryPagesView,
         response_model_exclude_none=True,
@@ -149,7 +145,7 @@ def _add_page_routes(app: FastAPI, base: str, Admit: Any, reader: "LibraryReader
         """The pages of a library version, sorted by path."""
         return reader.pages(name, version, prefix, offset, limit, admit=admit)
 
-    @app.get(
+    @router.get(
         f"{base}/libraries/{{name}}/page",
         response_model=LibraryPageView,
         response_model_exclude_none=True,
@@ -163,7 +159,7 @@ def _add_page_routes(app: FastAPI, base: str, Admit: Any, reader: "LibraryReader
         """A whole page of a library version."""
         return reader.page(name, version, path, admit=admit)
 
-    @app.get(
+    @router.get(
         f"{base}/libraries/{{name}}/section",
         response_model=LibrarySectionView,
         response_model_exclude_none=True,
