@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from indexfoundry.app.tools.connect import (
+from indexfoundry.app.tools.connect_models import (
     ConnectCrawlInput,
     ConnectLlmsTxtInput,
     ConnectPdfInput,

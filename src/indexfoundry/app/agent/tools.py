@@ -34,7 +34,7 @@ from indexfoundry.app.agent.inputs import (
 )
 from indexfoundry.app.agent.pipeline import full_config, is_local
 from indexfoundry.app.agent.scope import AgentScope
-from indexfoundry.app.tools.connect import (
+from indexfoundry.app.tools.connect_models import (
     ConnectCrawlInput,
     ConnectFolderInput,
     ConnectLlmsTxtInput,

@@ -13,368 +13,54 @@ comes from the run's frozen config and the global config; tool arguments can onl
 narrowed to it and the run's ``headers_env`` is not sent (a ``FetchGrant`` brings a fetch
 connection's headers, for its hosts only), so an agent cannot reach a private host or carry a
 credential through an operator's run.
+
+Their inputs and outputs are ``connect_models``; the run lock and the raw manifest they merge into,
+``connect_session``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import httpx
-from pydantic import Field, field_validator
-
+from indexfoundry.app.tools.connect_models import (
+    ConnectCrawlInput,
+    ConnectFolderInput,
+    ConnectFolderOutput,
+    ConnectLlmsTxtInput,
+    ConnectPagesOutput,
+    ConnectPdfInput,
+    ConnectPdfOutput,
+    ConnectRepoInput,
+    ConnectRepoOutput,
+    ConnectSitemapInput,
+    ConnectSitemapOutput,
+    ConnectUrlInput,
+    ConnectUrlOutput,
+    FileError,
+    FolderArtifact,
+    PdfArtifact,
+    PdfMetadata,
+    SitemapArtifact,
+    UrlArtifact,
+    UrlError,
+)
+from indexfoundry.app.tools.connect_session import RawSession, raw_session
 from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import FetchFailed, IndexFoundryError
-from indexfoundry.models.base import Strict
-from indexfoundry.models.config import (
-    CrawlSource,
-    FolderSource,
-    GlobalConfig,
-    LlmsTxtSource,
-    NetworkBounds,
-    PipelineConfig,
-    RepoSource,
-)
-from indexfoundry.models.ids import RunId
+from indexfoundry.models.config import CrawlSource, FolderSource, LlmsTxtSource, NetworkBounds, RepoSource
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.connect import copy_folder_files, copy_local_pdf
 from indexfoundry.phases.connect.folder import scan_folder
 from indexfoundry.phases.connect.llms_txt import read_llms_txt
 from indexfoundry.phases.connect.net import FetchPolicy
 from indexfoundry.phases.connect.pdf import pdf_info
-from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, load_raw_manifest
+from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector
 from indexfoundry.phases.connect.repo import read_repo, repo_name
 from indexfoundry.phases.connect.url import UrlJob, UrlResult
-from indexfoundry.pipeline.session import RunSession
-from indexfoundry.storage.atomic import atomic_write_jsonl
 from indexfoundry.storage.clock import utc_now
-from indexfoundry.storage.layout import RunLayout
-
-
-def _absolute_url(value: str) -> str:
-    try:
-        parsed = httpx.URL(value)
-    except (httpx.InvalidURL, TypeError, ValueError):
-        raise ValueError("must be an absolute URL") from None
-    if not parsed.scheme or not (parsed.host or parsed.scheme == "file"):
-        raise ValueError("must be an absolute URL")
-    return value
-
-
-# ---------------------------------------------------------------- inputs
-class ConnectUrlInput(Strict):
-    """Input of ``indexfoundry_connect_url``."""
-
-    run_id: RunId = Field(description="Run directory to write to")
-    url: str = Field(description="URL to fetch")
-    allowed_domains: list[str] | None = Field(
-        default=None, description="Domain allowlist (empty = allow all); narrows the run's own allowlist"
-    )
-    timeout_ms: int | None = Field(
-        default=None, ge=1000, le=60000, description="Request timeout (default: the run's connect.timeout_ms, 30000)"
-    )
-    headers: dict[str, str] | None = Field(default=None, description="Custom HTTP headers")
-    force: bool = Field(default=False, description="Re-fetch even if content exists (a conditional request)")
-
-    @field_validator("url")
-    @classmethod
-    def _url_is_absolute(cls, value: str) -> str:
-        return _absolute_url(value)
-
-
-class ConnectSitemapInput(Strict):
-    """Input of ``indexfoundry_connect_sitemap``."""
-
-    run_id: RunId = Field(description="Run directory to write to")
-    sitemap_url: str = Field(description="Sitemap XML URL (or a site root: sitemaps from its robots.txt)")
-    max_pages: int = Field(default=100, ge=1, le=10000, description="Maximum pages to fetch")
-    include_patterns: list[str] | None = Field(default=None, description="Regex patterns for URLs to include")
-    exclude_patterns: list[str] | None = Field(default=None, description="Regex patterns for URLs to exclude")
-    concurrency: int = Field(default=3, ge=1, le=10, description="Parallel fetch count")
-    force: bool = Field(default=False, description="Re-fetch pages already in the run (conditional requests)")
-
-    @field_validator("sitemap_url")
-    @classmethod
-    def _url_is_absolute(cls, value: str) -> str:
-        return _absolute_url(value)
-
-
-class ConnectFolderInput(Strict):
-    """Input of ``indexfoundry_connect_folder``."""
-
-    run_id: RunId = Field(description="Run directory to write to")
-    path: str = Field(description="Absolute path to folder")
-    glob: str = Field(default="**/*", description="Glob pattern (e.g., '**/*.pdf')")
-    exclude_patterns: list[str] | None = Field(default=None, description="Patterns to exclude")
-    max_file_size_mb: float = Field(default=50, ge=0.1, le=500, description="Skip files larger than this")
-    force: bool = Field(default=False, description="Copy again even if the run already has the file")
-
-
-class ConnectPdfInput(Strict):
-    """Input of ``indexfoundry_connect_pdf``."""
-
-    run_id: RunId = Field(description="Run directory to write to")
-    source: str = Field(description="URL or local path to PDF")
-    force: bool = Field(default=False, description="Fetch or copy again even if the run already has it")
-
-
-class ConnectCrawlInput(Strict):
-    """Input of ``indexfoundry_connect_crawl`` (a ``crawl`` source's main fields)."""
-
-    run_id: RunId = Field(description="Run to write to")
-    url: str = Field(description="Start URL")
-    scope: Literal["host", "prefix"] = Field(default="host", description="Stay on the host, or under prefix")
-    prefix: str | None = Field(default=None, description="URL prefix for scope 'prefix'")
-    max_depth: int = Field(default=3, ge=0, le=50, description="Link hops followed")
-    max_pages: int = Field(default=100, ge=1, le=10000, description="Most pages stored")
-    include_patterns: list[str] = Field(default_factory=list, description="Regexes a followed URL must match")
-    exclude_patterns: list[str] = Field(default_factory=list, description="Regexes never followed")
-
-    @field_validator("url")
-    @classmethod
-    def _url_is_absolute(cls, value: str) -> str:
-        return _absolute_url(value)
-
-
-class ConnectRepoInput(Strict):
-    """Input of ``indexfoundry_connect_repo`` (a ``repo`` source's main fields)."""
-
-    run_id: RunId = Field(description="Run to write to")
-    path: str | None = Field(default=None, description="Local repository (or url)")
-    url: str | None = Field(default=None, description="http(s) repository URL (or path)")
-    ref: str = Field(default="HEAD", min_length=1, max_length=250, description="Branch, tag or commit")
-    glob: str = Field(default="**/*", description="Files to include, e.g. 'docs/**/*.md'")
-    exclude_patterns: list[str] = Field(default_factory=list, description="Globs left out")
-
-
-class ConnectLlmsTxtInput(Strict):
-    """Input of ``indexfoundry_connect_llms_txt``."""
-
-    run_id: RunId = Field(description="Run to write to")
-    url: str = Field(description="llms.txt / llms-full.txt URL, or the site root")
-    max_pages: int = Field(default=200, ge=1, le=10000, description="Most linked pages fetched")
-    prefer_markdown: bool = Field(default=True, description="Try '<page>.md' first")
-
-    @field_validator("url")
-    @classmethod
-    def _url_is_absolute(cls, value: str) -> str:
-        return _absolute_url(value)
-
-
-# ---------------------------------------------------------------- outputs
-class UrlArtifact(Strict):
-    """A stored raw artifact."""
-
-    path: str = Field(description="runs/<run_id>/raw/<sha256>.<ext>")
-    sha256: str = Field(description="SHA-256 of the bytes")
-    size_bytes: int = Field(description="Size of the bytes")
-    content_type: str = Field(description="MIME type (header and sniffed bytes)")
-    fetched_at: str = Field(description="ISO 8601 time of the fetch (or of the earlier fetch when skipped)")
-
-
-class ConnectUrlOutput(Strict):
-    """Output of ``indexfoundry_connect_url`` (failures are returned as a ToolError with a code)."""
-
-    success: bool = Field(description="The URL's content is in the run")
-    artifact: UrlArtifact = Field(description="The stored artifact")
-    skipped: bool = Field(default=False, description="True if already fetched and not force")
-    not_modified: bool = Field(default=False, description="True if the server answered 304 to a forced re-fetch")
-
-
-class SitemapArtifact(Strict):
-    url: str = Field(description="Page URL")
-    path: str = Field(description="Stored artifact path")
-    sha256: str = Field(description="SHA-256 of the bytes")
-
-
-class UrlError(Strict):
-    url: str = Field(description="URL (page, sitemap or robots.txt) that failed")
-    error: str = Field(description="'CODE: message'")
-    code: str = Field(description="Error code")
-
-
-class ConnectSitemapOutput(Strict):
-    """Output of ``indexfoundry_connect_sitemap``."""
-
-    success: bool = Field(description="No page or sitemap failed")
-    urls_discovered: int = Field(description="Page URLs listed by the sitemap(s)")
-    urls_fetched: int = Field(description="Pages now in the run (downloaded, or revalidated with a 304)")
-    urls_skipped: int = Field(
-        description="Pages not fetched: already in the run, excluded by patterns or robots.txt, or past max_pages"
-    )
-    urls_failed: int = Field(description="Pages that failed")
-    urls_not_modified: int = Field(default=0, description="Pages revalidated with a 304 (no body downloaded)")
-    urls_removed: list[str] = Field(default_factory=list, description="Pages now 404/410, dropped from the run")
-    artifacts: list[SitemapArtifact] = Field(description="Pages stored, sorted by URL")
-    errors: list[UrlError] = Field(description="Failures, sorted by URL")
-
-
-class FolderArtifact(Strict):
-    uri: str = Field(description="'<folder name>/<relative path>'")
-    path: str = Field(description="Stored artifact path")
-    sha256: str = Field(description="SHA-256 of the bytes")
-
-
-class FileError(Strict):
-    uri: str = Field(description="File that failed")
-    error: str = Field(description="'CODE: message'")
-    code: str = Field(description="Error code")
-
-
-class ConnectFolderOutput(Strict):
-    """Output of ``indexfoundry_connect_folder``."""
-
-    success: bool = Field(description="No file failed")
-    files_found: int = Field(description="Files matching the glob and not excluded")
-    files_copied: int = Field(description="Files copied into raw/")
-    files_skipped: int = Field(description="Files already in the run with the same content (not force)")
-    files_failed: int = Field(description="Files that could not be copied (too large, unreadable)")
-    artifacts: list[FolderArtifact] = Field(description="Files stored, sorted by uri")
-    errors: list[FileError] = Field(description="Failures, sorted by uri")
-
-
-class PdfMetadata(Strict):
-    title: str | None = Field(default=None, description="Document title")
-    author: str | None = Field(default=None, description="Author")
-    created: str | None = Field(default=None, description="Creation date (ISO 8601)")
-    modified: str | None = Field(default=None, description="Modification date (ISO 8601)")
-
-
-class PdfArtifact(Strict):
-    path: str = Field(description="runs/<run_id>/raw/<sha256>.pdf")
-    sha256: str = Field(description="SHA-256 of the bytes")
-    size_bytes: int = Field(description="Size of the bytes")
-    page_count: int = Field(description="Number of pages")
-    pdf_version: str = Field(description="PDF version, e.g. '1.4'")
-    has_ocr_layer: bool = Field(description="Some page has a text layer (born-digital, or OCRed); false: needs OCR")
-    metadata: PdfMetadata = Field(description="Document information")
-
-
-class ConnectPdfOutput(Strict):
-    """Output of ``indexfoundry_connect_pdf``."""
-
-    success: bool = Field(description="The PDF is in the run")
-    artifact: PdfArtifact = Field(description="The stored PDF and its facts")
-    skipped: bool = Field(default=False, description="True if already in the run and not force")
-
-
-class ConnectPagesOutput(Strict):
-    """Output of ``indexfoundry_connect_crawl`` and ``indexfoundry_connect_llms_txt``."""
-
-    success: bool = Field(description="No page failed")
-    pages_stored: int = Field(description="Pages now in the run (downloaded, or revalidated with a 304)")
-    not_modified: int = Field(default=0, description="Pages revalidated with a 304 (no body downloaded)")
-    removed: list[str] = Field(default_factory=list, description="Pages now 404/410, dropped from the run")
-    summary: dict[str, int] = Field(description="Counts: depth reached, duplicates, excluded, over the limit ...")
-    artifacts: list[SitemapArtifact] = Field(description="Pages stored, sorted by URL")
-    errors: list[UrlError] = Field(description="Failures, sorted by URL")
-
-
-class ConnectRepoOutput(Strict):
-    """Output of ``indexfoundry_connect_repo``."""
-
-    success: bool = Field(description="No file failed")
-    commit: str = Field(description="The commit the ref resolved to")
-    files: int = Field(description="Files of the repository now in the run")
-    removed: list[str] = Field(default_factory=list, description="Files of this repository no longer at the ref")
-    artifacts: list[FolderArtifact] = Field(description="Files stored, sorted by uri")
-    errors: list[FileError] = Field(description="Files left out, sorted by uri")
-
-
-# ---------------------------------------------------------------- run access
-@dataclass
-class _RunSession:
-    layout: RunLayout
-    config: PipelineConfig
-    global_config: GlobalConfig
-    records: dict[str, RawRecord]
-    fetched_at: dict[str, str]
-    removed: list[str]
-    network: NetworkBounds | None = None
-
-    def policy(self) -> FetchPolicy:
-        return FetchPolicy.from_config(self.config.connect, self.global_config).bounded(self.network)
-
-    def present(self, uri: str) -> RawRecord | None:
-        """The run's record for ``uri`` when its artifact is still there."""
-        record = self.records.get(uri)
-        if record is not None and (self.layout.root / record.path).is_file():
-            return record
-        return None
-
-    def add(self, record: RawRecord, fetched_at: str) -> None:
-        self.records[record.uri] = record
-        self.fetched_at[record.uri] = fetched_at
-
-    def artifact_path(self, record: RawRecord) -> str:
-        return str(self.layout.root / record.path)
-
-    def previous_fetch(self, uri: str) -> str:
-        from indexfoundry.storage.manifest import load_manifest
-
-        phase = load_manifest(self.layout).phases.get("connect")
-        times = phase.details.get("fetched_at", {}) if phase is not None else {}
-        value = times.get(uri) if isinstance(times, dict) else None
-        return str(value) if value else ""
-
-
-@contextmanager
-def _session(run_id: str, runs_dir: str | Path | None, network: NetworkBounds | None = None) -> Iterator[_RunSession]:
-    """Lock the run, hand out its records, then write the merged raw manifest and phase manifest."""
-    from indexfoundry.app.runs import runs_dir_for
-    from indexfoundry.models.config import load_global_config
-    from indexfoundry.storage.manifest import load_run_config
-
-    glob = load_global_config()
-    layout = RunLayout.existing(runs_dir_for(runs_dir, glob), run_id)
-    with RunSession.open(layout) as run:
-        session = _RunSession(
-            layout=layout,
-            config=load_run_config(layout),
-            global_config=glob,
-            records={r.uri: r for r in load_raw_manifest(layout)},
-            fetched_at={},
-            removed=[],
-            network=network,
-        )
-        yield session
-        _commit(session, run)
-
-
-def _commit(session: _RunSession, run: RunSession) -> None:
-    from indexfoundry.storage.manifest import artifact_record
-
-    layout = session.layout
-    for uri in session.removed:
-        session.records.pop(uri, None)
-    records = [session.records[uri] for uri in sorted(session.records)]
-    atomic_write_jsonl(layout.raw_manifest, records)
-    manifest = run.reload()
-    phase = manifest.phases.get("connect")
-    if phase is None or phase.status != "completed":
-        return
-    paths = [*sorted({layout.root / r.path for r in records}), layout.raw_manifest]
-    artifacts = [
-        artifact_record(layout, p, len(records) if p == layout.raw_manifest else None) for p in paths if p.is_file()
-    ]
-    details = dict(phase.details)
-    fetched = dict(details.get("fetched_at") or {})
-    fetched.update(session.fetched_at)
-    details["fetched_at"] = {uri: fetched[uri] for uri in sorted(fetched) if uri in session.records}
-    if session.removed:
-        details["removed"] = sorted({*details.get("removed", []), *session.removed})
-    phase.artifacts = sorted(artifacts, key=lambda a: a.path)
-    phase.outputs.count = len(records)
-    phase.outputs.hashes = sorted(a.sha256 for a in artifacts)
-    phase.details = details
-    phase.stats = {**phase.stats, "files": len(records), "bytes": sum(r.size_bytes for r in records)}
-    manifest.totals.sources_fetched = len(records)
-    run.commit(totals=False)
 
 
 def _gone(url: str, run_id: str) -> FetchFailed:
@@ -395,7 +81,7 @@ def connect_url(
     payload: ConnectUrlInput, *, runs_dir: str | Path | None = None, network: NetworkBounds | None = None, **_: Any
 ) -> ConnectUrlOutput:
     """Fetch a single URL into a run's raw/ with content-type detection, SSRF checks and the domain allowlist."""
-    with _session(payload.run_id, runs_dir, network) as session:
+    with raw_session(payload.run_id, runs_dir, network) as session:
         existing = session.present(payload.url)
         if existing is not None and not payload.force:
             return ConnectUrlOutput(
@@ -460,7 +146,7 @@ def connect_sitemap(
     payload: ConnectSitemapInput, *, runs_dir: str | Path | None = None, network: NetworkBounds | None = None, **_: Any
 ) -> ConnectSitemapOutput:
     """Crawl a sitemap (urlset, nested index, gzip, or a site root via robots.txt) deterministically into a run."""
-    with _session(payload.run_id, runs_dir, network) as session:
+    with raw_session(payload.run_id, runs_dir, network) as session:
         policy = dataclasses.replace(
             session.policy(),
             concurrency=min(payload.concurrency, session.global_config.security.max_concurrent_fetches),
@@ -524,7 +210,7 @@ def connect_folder(
         max_file_size_mb=payload.max_file_size_mb,
         name=Path(payload.path).resolve().name or "folder",
     )
-    with _session(payload.run_id, runs_dir, network) as session:
+    with raw_session(payload.run_id, runs_dir, network) as session:
         scan = scan_folder(source)
         skipped = [
             f
@@ -559,7 +245,7 @@ def connect_pdf(
     remote = "://" in payload.source
     uri = payload.source if remote else Path(payload.source).name
     record: RawRecord | None = None
-    with _session(payload.run_id, runs_dir, network) as session:
+    with raw_session(payload.run_id, runs_dir, network) as session:
         existing = session.present(uri)
         skipped = existing is not None and existing.content_type == "application/pdf" and not payload.force
         if skipped:
@@ -609,7 +295,7 @@ def _repo_source(payload: ConnectRepoInput) -> RepoSource:
         raise validation_error(exc, "indexfoundry_connect_repo arguments") from None
 
 
-def _merge_pages(session: _RunSession, results: list[UrlResult]) -> None:
+def _merge_pages(session: RawSession, results: list[UrlResult]) -> None:
     for result in results:
         if result.record is None:
             if result.status == "removed":
@@ -618,7 +304,7 @@ def _merge_pages(session: _RunSession, results: list[UrlResult]) -> None:
             session.add(result.record, result.fetched_at)
 
 
-def _pages_output(session: _RunSession, report: FetchReport, summary: dict[str, int]) -> ConnectPagesOutput:
+def _pages_output(session: RawSession, report: FetchReport, summary: dict[str, int]) -> ConnectPagesOutput:
     stored = [r.record for r in report.results if r.record is not None]
     return ConnectPagesOutput(
         success=not report.errors,
@@ -636,7 +322,7 @@ def _pages_output(session: _RunSession, report: FetchReport, summary: dict[str, 
     )
 
 
-def _previous(session: _RunSession) -> dict[str, RawRecord]:
+def _previous(session: RawSession) -> dict[str, RawRecord]:
     return {uri: r for uri, r in session.records.items() if session.present(uri) is not None}
 
 
@@ -654,7 +340,7 @@ def connect_crawl(
 ) -> ConnectPagesOutput:
     """Crawl links from a start URL into a run (breadth-first, robots.txt, canonical URLs; known pages revalidated)."""
     source = CrawlSource.model_validate({"type": "crawl", **payload.model_dump(exclude={"run_id"})})
-    with _session(payload.run_id, runs_dir, network) as session:
+    with raw_session(payload.run_id, runs_dir, network) as session:
         with RemoteConnector(
             session.layout,
             session.policy(),
@@ -681,7 +367,7 @@ def connect_llms_txt(
 ) -> ConnectPagesOutput:
     """Read a site's llms.txt and the pages it links (as markdown when offered) into a run."""
     source = LlmsTxtSource.model_validate({"type": "llms_txt", **payload.model_dump(exclude={"run_id"})})
-    with _session(payload.run_id, runs_dir, network) as session:
+    with raw_session(payload.run_id, runs_dir, network) as session:
         with RemoteConnector(session.layout, session.policy(), previous=_previous(session)) as connector:
             llms = read_llms_txt(source, session.layout, connector.fetch_one, connector.policy.concurrency)
         _merge_pages(session, llms.results)
@@ -703,7 +389,7 @@ def connect_repo(
 ) -> ConnectRepoOutput:
     """Read a git repository's files at a ref into a run (files gone at that ref are dropped)."""
     source = _repo_source(payload)
-    with _session(payload.run_id, runs_dir, network) as session:
+    with raw_session(payload.run_id, runs_dir, network) as session:
         read = read_repo(session.layout, source, session.policy())
         name = repo_name(source)
         now = utc_now()
