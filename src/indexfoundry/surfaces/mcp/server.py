@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,7 +34,7 @@ from indexfoundry.surfaces.mcp.schemas import SCHEMA_URI_PREFIX, compact_schema
 from indexfoundry.surfaces.mcp.security import check_run_id, tokens_equal
 
 if TYPE_CHECKING:
-    from indexfoundry.api import Connections, DocsIndex, LibraryEntry, LibraryRegistry, Roots
+    from indexfoundry.api import Connections, DocsIndex, LibraryEntry, LibraryRegistry, Roots, RunPool
 
 log = logging.getLogger("indexfoundry.mcp")
 
@@ -139,21 +139,19 @@ def _scope(options: ServerOptions) -> api.AgentScope:
     )
 
 
-def create_server(
-    options: ServerOptions, *, bearer_token: str | None = None, public_url: str = "http://127.0.0.1"
-) -> tuple[IndexFoundryMCP, RunSource]:
-    """Build the MCP server and the run source its retrieval tools read from.
+@dataclass
+class _Backing:
+    """What the retrieval tools read: the server's runs, a docs folder's index or many libraries."""
 
-    With ``bearer_token`` the Streamable HTTP transport requires ``Authorization: Bearer
-    <token>`` (the SDK's bearer middleware, with a constant-time static token check).
-    """
-    runs_dir = options.runs_dir
-    if options.run_id is not None:
-        check_run_id(options.run_id)
-    runs = api.RunPool(runs_dir, embedder=options.embedder)
+    runs: RunPool
     source: RunSource
     docs: DocsIndex | None = None
     registry: LibraryRegistry | None = None
+
+
+def _backing(options: ServerOptions) -> _Backing:
+    """One fixed run (or the newest), a docs folder kept fresh, or a registry of libraries."""
+    runs_dir = options.runs_dir
     if options.libraries or options.libraries_file is not None:
         if options.docs is not None:
             raise ConfigInvalid("--docs and --library cannot be combined", suggestion="Serve the folder as a library")
@@ -166,8 +164,9 @@ def create_server(
             refresh_interval_s=options.refresh_interval_s,
         )
         runs = api.RunPool(runs_dir, embedder=options.embedder, size=64)
-        source = FixedRuns(runs_dir, options.run_id)
-    elif options.docs is not None:
+        return _Backing(runs, FixedRuns(runs_dir, options.run_id), registry=registry)
+    runs = api.RunPool(runs_dir, embedder=options.embedder)
+    if options.docs is not None:
         docs = api.docs_index(
             options.docs,
             runs_dir,
@@ -175,23 +174,35 @@ def create_server(
             embedder=options.embedder,
             progress=options.progress,
         )
-        source = docs
-    else:
-        source = FixedRuns(runs_dir, options.run_id)
-    freshness = FreshnessGate(options.freshness_reuse_s, options.freshness_per_minute)
-    retrieval = RetrievalTools(source, runs, flag_changed=docs is not None, freshness=freshness)
-    runner = Runner()
-    context: dict[str, Any] = {"runs_dir": runs_dir}
-    if options.embedder is not None:
-        context["embedder"] = options.embedder
-    exposed: list[Exposed]
-    if registry is not None:
+        return _Backing(runs, docs, docs=docs)
+    return _Backing(runs, FixedRuns(runs_dir, options.run_id))
+
+
+def _exposed(options: ServerOptions, backing: _Backing, retrieval: RetrievalTools) -> list[Exposed]:
+    """The tools the server lists: the library tools, or the retrieval tools (and the pipeline's)."""
+    if backing.registry is not None:
         # A docs server for agents: only the library tools (the listing stays small).
-        exposed = LibraryTools(registry, retrieval).exposed()
-    else:
-        exposed = retrieval.exposed()
-        if options.tool_set() == "all":
-            exposed.extend(from_spec(spec, context) for spec in api.agent_tool_specs(_scope(options)).values())
+        return LibraryTools(backing.registry, retrieval).exposed()
+    exposed = retrieval.exposed()
+    if options.tool_set() == "all":
+        context: dict[str, Any] = {"runs_dir": options.runs_dir}
+        if options.embedder is not None:
+            context["embedder"] = options.embedder
+        exposed.extend(from_spec(spec, context) for spec in api.agent_tool_specs(_scope(options)).values())
+    return exposed
+
+
+def _instructions(options: ServerOptions, backing: _Backing) -> str:
+    if backing.registry is not None:
+        return LIBRARY_INSTRUCTIONS
+    return INSTRUCTIONS if options.tool_set() == "all" else DOCS_INSTRUCTIONS
+
+
+def _lifespan(
+    options: ServerOptions, backing: _Backing
+) -> Callable[[MCPServer[Any]], AbstractAsyncContextManager[dict[str, Any]]]:
+    """Start the first build (and the watcher or refresher) with the server; stop them after it."""
+    registry, docs, runs = backing.registry, backing.docs, backing.runs
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -217,23 +228,11 @@ def create_server(
                 await anyio.to_thread.run_sync(registry.stop)
             await anyio.to_thread.run_sync(runs.close)
 
-    server = IndexFoundryMCP(
-        name="indexfoundry",
-        title="IndexFoundry",
-        version=__version__,
-        instructions=(
-            LIBRARY_INSTRUCTIONS
-            if registry is not None
-            else INSTRUCTIONS
-            if options.tool_set() == "all"
-            else DOCS_INSTRUCTIONS
-        ),
-        tools=[runner.sdk_tool(tool) for tool in exposed],
-        lifespan=lifespan,
-        token_verifier=StaticTokenVerifier(bearer_token) if bearer_token else None,
-        auth=AuthSettings(issuer_url=public_url, resource_server_url=None) if bearer_token else None,
-    )
-    server.retrieval = retrieval
+    return lifespan
+
+
+def _add_resources(server: IndexFoundryMCP, retrieval: RetrievalTools, exposed: list[Exposed]) -> None:
+    """Pages of the server's run, and each tool's full input schema, as resources."""
 
     @server.resource(
         PAGE_URI_TEMPLATE,
@@ -263,7 +262,35 @@ def create_server(
             raise ResourceError(f"NOT_FOUND: no tool named '{name}' — tools/list names the tools")
         return json.dumps(compact_schema(model.model_json_schema()), ensure_ascii=False)
 
-    return server, source
+
+def create_server(
+    options: ServerOptions, *, bearer_token: str | None = None, public_url: str = "http://127.0.0.1"
+) -> tuple[IndexFoundryMCP, RunSource]:
+    """Build the MCP server and the run source its retrieval tools read from.
+
+    With ``bearer_token`` the Streamable HTTP transport requires ``Authorization: Bearer
+    <token>`` (the SDK's bearer middleware, with a constant-time static token check).
+    """
+    if options.run_id is not None:
+        check_run_id(options.run_id)
+    backing = _backing(options)
+    freshness = FreshnessGate(options.freshness_reuse_s, options.freshness_per_minute)
+    retrieval = RetrievalTools(backing.source, backing.runs, flag_changed=backing.docs is not None, freshness=freshness)
+    exposed = _exposed(options, backing, retrieval)
+    runner = Runner()
+    server = IndexFoundryMCP(
+        name="indexfoundry",
+        title="IndexFoundry",
+        version=__version__,
+        instructions=_instructions(options, backing),
+        tools=[runner.sdk_tool(tool) for tool in exposed],
+        lifespan=_lifespan(options, backing),
+        token_verifier=StaticTokenVerifier(bearer_token) if bearer_token else None,
+        auth=AuthSettings(issuer_url=public_url, resource_server_url=None) if bearer_token else None,
+    )
+    server.retrieval = retrieval
+    _add_resources(server, retrieval, exposed)
+    return server, backing.source
 
 
 class StaticTokenVerifier:
