@@ -3,6 +3,7 @@ a bad config is refused before a run exists, and every error is named on the con
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 from indexfoundry import api
 from indexfoundry.errors import ConfigInvalid
-from indexfoundry.pipeline import preflight
+from indexfoundry.models.stores import STORES
 from tests.conftest import SAMPLE_DOCS, folder_config, write_config
 from tests.fakes import RecordingEmbedder
 
@@ -142,7 +143,7 @@ def test_config_problems_a_phase_would_meet_are_config_invalid_exit_2_before_a_r
 
 def test_a_store_whose_extra_is_missing_is_refused_before_a_run(tree, runs_dir: Path, monkeypatch):
     # Simulates an environment without the qdrant extra (the dev venv has it installed).
-    monkeypatch.setitem(preflight.STORE_EXTRAS, "qdrant", ("indexfoundry_no_such_module", "qdrant"))
+    monkeypatch.setitem(STORES, "qdrant", dataclasses.replace(STORES["qdrant"], client="indexfoundry_no_such_module"))
     config = folder_config(tree(SAMPLE_DOCS), index={"vector_db": {"provider": "qdrant"}})
     with pytest.raises(ConfigInvalid) as error:
         api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())

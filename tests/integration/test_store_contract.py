@@ -27,13 +27,13 @@ import numpy as np
 import pytest
 
 from indexfoundry.backends.stores import (
-    CONTAINS_PROVIDERS,
     Metadata,
     VectorStore,
     matches,
     open_store,
     parse_where,
     publish,
+    pushes_contains,
 )
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
@@ -100,60 +100,113 @@ def _restart_chroma(server: ChromaServer) -> None:
     server.start()
 
 
-STORES = ["chroma", "chroma-server", "local", "qdrant", "milvus", "pgvector", "pinecone-emulator", "weaviate-emulator"]
-SERVERS = ["chroma-server", "pgvector", "pinecone-emulator", "weaviate-emulator"]
+# One kit per way of running a store: a new store adds its kit here (and nothing else in this suite).
+KitFactory = Callable[[pytest.FixtureRequest, Path, Path], Iterator[Kit]]
+KITS: dict[str, KitFactory] = {}
+KIT_PROVIDERS: dict[str, str] = {}
+SERVER_KITS: list[str] = []
+
+
+def kit_for(name: str, provider: str, server: bool = False) -> Callable[[KitFactory], KitFactory]:
+    """Register the kit ``name`` of ``provider``; ``server``: a server the suite stops and
+    restarts mid-upsert."""
+
+    def register(factory: KitFactory) -> KitFactory:
+        KITS[name] = factory
+        KIT_PROVIDERS[name] = provider
+        if server:
+            SERVER_KITS.append(name)
+        return factory
+
+    return register
+
+
+@kit_for("chroma", "chroma")
+def _chroma(request: pytest.FixtureRequest, tmp_path: Path, root: Path) -> Iterator[Kit]:
+    yield Kit("chroma", "chroma", {"path": str(tmp_path / "store")}, root)
+
+
+@kit_for("chroma-server", "chroma", server=True)
+def _chroma_server(request: pytest.FixtureRequest, tmp_path: Path, root: Path) -> Iterator[Kit]:
+    server: ChromaServer = request.getfixturevalue("chroma_server")
+    yield Kit(
+        "chroma-server",
+        "chroma",
+        {"host": "127.0.0.1", "port": server.port},
+        root,
+        stop=server.kill,
+        start=lambda: _restart_chroma(server),
+    )
+
+
+@kit_for("local", "local")
+def _local(request: pytest.FixtureRequest, tmp_path: Path, root: Path) -> Iterator[Kit]:
+    yield Kit("local", "local", {"path": str(tmp_path / "store")}, root)
+
+
+@kit_for("qdrant", "qdrant")
+def _qdrant(request: pytest.FixtureRequest, tmp_path: Path, root: Path) -> Iterator[Kit]:
+    yield Kit("qdrant", "qdrant", {"path": str(tmp_path / "store")}, root)
+
+
+@kit_for("milvus", "milvus")
+def _milvus(request: pytest.FixtureRequest, tmp_path: Path, root: Path) -> Iterator[Kit]:
+    yield Kit("milvus", "milvus", {"uri": str(tmp_path / "store.db")}, root)
+
+
+@kit_for("pgvector", "pgvector", server=True)
+def _pgvector(request: pytest.FixtureRequest, tmp_path: Path, root: Path) -> Iterator[Kit]:
+    pg: PgServer = request.getfixturevalue("pg_server")
+    dsn: str = request.getfixturevalue("pg_dsn")
+    yield Kit("pgvector", "pgvector", {"dsn": dsn}, root, stop=pg.stop, start=pg.start)
+
+
+@kit_for("pinecone-emulator", "pinecone", server=True)
+def _pinecone(request: pytest.FixtureRequest, tmp_path: Path, root: Path) -> Iterator[Kit]:
+    pytest.importorskip("pinecone", reason="the pinecone client is not installed (extra 'pinecone')")
+    from tests.emulators.pinecone import PineconeEmulator
+
+    emulator = PineconeEmulator(DIMS, api_key="contract-key")
+    emulator.start()
+    request.getfixturevalue("monkeypatch").setenv("CONTRACT_PINECONE_KEY", "contract-key")
+    connection = {"host": emulator.host, "api_key_env": "CONTRACT_PINECONE_KEY", "max_retries": 1}
+    try:
+        yield Kit("pinecone-emulator", "pinecone", connection, root, stop=emulator.stop, start=emulator.start)
+    finally:
+        emulator.stop()
+
+
+@kit_for("weaviate-emulator", "weaviate", server=True)
+def _weaviate(request: pytest.FixtureRequest, tmp_path: Path, root: Path) -> Iterator[Kit]:
+    weaviate = request.getfixturevalue("weaviate_emulator")
+    patch = request.getfixturevalue("monkeypatch")
+    patch.setenv("CONTRACT_WEAVIATE_KEY", weaviate.api_key)
+    # The client retries an unreachable gRPC server after 1+2+4+8 s: the same retries, no waits.
+    patch.setattr("weaviate.retry.time", types.SimpleNamespace(sleep=lambda seconds: None))
+    connection = {"url": weaviate.url, "grpc_url": weaviate.grpc_url, "api_key_env": "CONTRACT_WEAVIATE_KEY"}
+    yield Kit("weaviate-emulator", "weaviate", connection, root, stop=weaviate.stop, start=weaviate.start)
+
+
+STORES = list(KITS)
+SERVERS = list(SERVER_KITS)
 
 
 @pytest.fixture
 def kit(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kit]:
-    name: str = request.param
     root = tmp_path / "runs"
     root.mkdir()
-    if name in ("chroma", "local", "qdrant", "milvus"):
-        key = "uri" if name == "milvus" else "path"
-        value = str(tmp_path / ("store.db" if name == "milvus" else "store"))
-        yield Kit(name, name, {key: value}, root)
-    elif name == "chroma-server":
-        server: ChromaServer = request.getfixturevalue("chroma_server")
-        yield Kit(
-            name,
-            "chroma",
-            {"host": "127.0.0.1", "port": server.port},
-            root,
-            stop=server.kill,
-            start=lambda: _restart_chroma(server),
-        )
-    elif name == "pgvector":
-        pg: PgServer = request.getfixturevalue("pg_server")
-        dsn: str = request.getfixturevalue("pg_dsn")
-        yield Kit(name, "pgvector", {"dsn": dsn}, root, stop=pg.stop, start=pg.start)
-    elif name == "pinecone-emulator":
-        pytest.importorskip("pinecone", reason="the pinecone client is not installed (extra 'pinecone')")
-        from tests.emulators.pinecone import PineconeEmulator
-
-        emulator = PineconeEmulator(DIMS, api_key="contract-key")
-        emulator.start()
-        request.getfixturevalue("monkeypatch").setenv("CONTRACT_PINECONE_KEY", "contract-key")
-        connection = {"host": emulator.host, "api_key_env": "CONTRACT_PINECONE_KEY", "max_retries": 1}
-        try:
-            yield Kit(name, "pinecone", connection, root, stop=emulator.stop, start=emulator.start)
-        finally:
-            emulator.stop()
-    elif name == "weaviate-emulator":
-        weaviate = request.getfixturevalue("weaviate_emulator")
-        patch = request.getfixturevalue("monkeypatch")
-        patch.setenv("CONTRACT_WEAVIATE_KEY", weaviate.api_key)
-        # The client retries an unreachable gRPC server after 1+2+4+8 s: the same retries, no waits.
-        patch.setattr("weaviate.retry.time", types.SimpleNamespace(sleep=lambda seconds: None))
-        connection = {"url": weaviate.url, "grpc_url": weaviate.grpc_url, "api_key_env": "CONTRACT_WEAVIATE_KEY"}
-        yield Kit(name, "weaviate", connection, root, stop=weaviate.stop, start=weaviate.start)
-    else:  # pragma: no cover - a new store must be added here
-        raise AssertionError(name)
+    yield from KITS[request.param](request, tmp_path, root)
     from indexfoundry.backends.stores.milvus import close_lite_clients
     from indexfoundry.backends.stores.qdrant import close_local_clients
 
     close_local_clients()
     close_lite_clients()
+
+
+def test_every_registered_store_has_a_kit_in_this_suite():
+    from indexfoundry.models.stores import STORES as REGISTERED
+
+    assert set(REGISTERED) == set(KIT_PROVIDERS.values())
 
 
 def stores(names: list[str]) -> Any:
@@ -262,8 +315,9 @@ CONTAINS_FILTERS: list[dict[str, Any]] = [
 
 @stores(STORES)
 def test_every_filter_operator_selects_exactly_what_the_shared_rule_selects(kit: Kit):
-    store = _filled(kit, kit.config(kit.collection()))
-    filters = FILTERS + (CONTAINS_FILTERS if kit.provider in CONTAINS_PROVIDERS else [])
+    config = kit.config(kit.collection())
+    store = _filled(kit, config)
+    filters = FILTERS + (CONTAINS_FILTERS if pushes_contains(config) else [])
     try:
         for where in filters:
             expected = sorted(i for i, m in zip(IDS, METAS, strict=True) if matches(parse_where(where), m))

@@ -8,8 +8,7 @@ from pydantic import Field
 
 from indexfoundry.models.base import Strict
 from indexfoundry.models.embedding import EmbeddingModelSpec, parse_embedding_model
-
-VectorProvider = Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local", "pgvector"]
+from indexfoundry.models.stores import VectorProvider as VectorProvider
 
 
 class VectorDbConfig(Strict):

@@ -15,6 +15,7 @@ from pathlib import Path
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config import FolderSource, PdfSource, PipelineConfig
 from indexfoundry.models.embedding import SentenceTransformersModel, parse_embedding_model
+from indexfoundry.models.stores import STORES, store_provider
 
 # Embedding providers (models/embedding.py), with the module each needs and the extra that installs it.
 _EMBEDDING_PROVIDERS: dict[str, tuple[str, str] | None] = {
@@ -25,17 +26,6 @@ _EMBEDDING_PROVIDERS: dict[str, tuple[str, str] | None] = {
     "openai": None,
     "cohere": ("cohere", "cohere"),
 }
-# Vector store providers with an optional extra: (module that must import, extra name).
-# A new store behind an extra adds its line here.
-STORE_EXTRAS: dict[str, tuple[str, str]] = {
-    "qdrant": ("qdrant_client", "qdrant"),
-    "milvus": ("pymilvus", "milvus"),
-    "pgvector": ("psycopg", "pgvector"),
-    "pinecone": ("pinecone", "pinecone"),
-    "weaviate": ("weaviate", "weaviate"),
-}
-# Providers the config accepts (the design lists them) that have no store yet.
-UNSUPPORTED_STORES: frozenset[str] = frozenset()
 
 
 def _installed(module: str) -> bool:
@@ -65,17 +55,12 @@ def embedding_problem(spec: str) -> str | None:
 
 
 def store_problem(provider: str) -> str | None:
-    """Why ``index.vector_db.provider`` cannot work here, or None."""
-    if provider in UNSUPPORTED_STORES:
+    """Why ``index.vector_db.provider`` cannot work here (its extra missing), or None."""
+    entry = store_provider(provider)
+    if entry is not None and entry.client is not None and not _installed(entry.client):
         return (
-            f"index.vector_db.provider '{provider}' is not supported yet "
-            "(use chroma, local, qdrant, milvus, pgvector, pinecone or weaviate)"
-        )
-    needs = STORE_EXTRAS.get(provider)
-    if needs is not None and not _installed(needs[0]):
-        return (
-            f"index.vector_db.provider '{provider}' needs the '{needs[1]}' extra "
-            f"(pip install 'indexfoundry[{needs[1]}]')"
+            f"index.vector_db.provider '{provider}' needs the '{entry.extra}' extra "
+            f"(pip install 'indexfoundry[{entry.extra}]')"
         )
     return None
 
@@ -85,10 +70,11 @@ def keyword_problem(config: PipelineConfig) -> str | None:
     vdb = config.index.vector_db
     if not vdb.connection.get("full_text_search"):
         return None
-    if vdb.provider != "pgvector":
+    offering = [entry.name for entry in STORES.values() if entry.keyword_option == "full_text_search"]
+    if vdb.provider not in offering:
         return (
-            f"index.vector_db.connection.full_text_search needs provider pgvector, not '{vdb.provider}' "
-            "(the other stores search keywords with the run's BM25 index)"
+            f"index.vector_db.connection.full_text_search needs provider {' or '.join(offering)}, "
+            f"not '{vdb.provider}' (the other stores search keywords with the run's BM25 index)"
         )
     if not vdb.store_text:
         return "index.vector_db.connection.full_text_search searches the stored text: set store_text: true"

@@ -29,7 +29,7 @@ from indexfoundry.backends.embedding.providers import Embedder, embed_queries, r
 from indexfoundry.backends.embedding.windows import chunk_of
 from indexfoundry.backends.keyword.bm25 import KeywordIndex
 from indexfoundry.backends.rerank import Reranker, resolve_reranker
-from indexfoundry.backends.stores import CONTAINS_PROVIDERS, VectorStore, keyword_in_store
+from indexfoundry.backends.stores import VectorStore, keyword_in_store, pushes_contains
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, NotFound
 from indexfoundry.models.artifacts import VectorManifest
 from indexfoundry.models.manifests import RunManifest
@@ -187,7 +187,7 @@ class SearchService:
             return []
         # Chunk fields that are lists are stored joined by commas: a substring match there is a
         # superset of membership, and every hit is checked with ``matches`` below.
-        contains = self.config.index.vector_db.provider in CONTAINS_PROVIDERS
+        contains = pushes_contains(self.config.index.vector_db)
         where = store_where(filters, self.store_fields, contains)
         # Only what the request needs (top_k + offset); four times that when filters must be
         # checked after the store answered, growing until enough hits pass.
@@ -246,7 +246,7 @@ class SearchService:
         total = len(self.chunks)
         if total == 0 or k <= 0:
             return []
-        contains = self.config.index.vector_db.provider in CONTAINS_PROVIDERS
+        contains = pushes_contains(self.config.index.vector_db)
         where = store_where(filters, self.store_fields, contains)
         fetch = min(total, k * 4 if needs_post_filter(filters, self.store_fields, contains) else k)
         search = getattr(self.store, "keyword_search")  # noqa: B009 - only stores with full-text search get here

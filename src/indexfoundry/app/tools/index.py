@@ -19,7 +19,7 @@ from indexfoundry.app.tools.registry import tool
 from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.artifacts import UpsertStats as UpsertStatsFile
 from indexfoundry.models.base import Strict, config_field
-from indexfoundry.models.config import IndexConfig, RetryConfig, VectorDbConfig
+from indexfoundry.models.config import IndexConfig, RetryConfig, VectorDbConfig, VectorProvider
 from indexfoundry.models.embedding import DEFAULT_HASH_DIMENSIONS, HashModel, parse_embedding_model, spec_string
 from indexfoundry.models.ids import RunId
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
@@ -90,9 +90,7 @@ class IndexUpsertInput(Strict):
     run_id: RunId = Field(description="Run directory to work in")
     embeddings_path: str = Field(default=_DEFAULT_EMBEDDINGS, description="Embeddings file, relative to the run")
     chunks_path: str = Field(default=_DEFAULT_CHUNKS, description="Chunks file, relative to the run folder")
-    provider: Literal["milvus", "pinecone", "weaviate", "qdrant", "chroma", "local", "pgvector"] = Field(
-        description="Vector database provider"
-    )
+    provider: VectorProvider = Field(description="Vector database provider")
     connection: UpsertConnection = Field(description="Connection and collection")
     metadata_fields: list[str] = Field(
         default_factory=lambda: list(_SEED_METADATA_FIELDS), description="Chunk fields to store as vector metadata"

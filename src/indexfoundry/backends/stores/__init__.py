@@ -10,7 +10,7 @@ collection records the embedding model and dimensions it holds; writing vectors 
 model is refused with ``DB_ERROR``. ``where`` filters use Chroma's syntax
 (``{field: {"$eq": v}}``, ``$ne $gt $gte $lt $lte $in $nin``, ``{"$and": [...]}``,
 ``{"$or": [...]}``); each store translates them, and a comparison on a field a vector does
-not have never matches it. Stores listed in ``CONTAINS_PROVIDERS`` also take ``$contains``
+not have never matches it. Stores whose registry entry says ``contains`` also take ``$contains``
 (substring of a string field; a present value of another type passes, for the caller to
 check), which the retrieval service then pushes down to them.
 
@@ -21,11 +21,16 @@ official clients.
 ``prepare_publish`` builds its indexes once the run's vectors verify, and ``publish`` switches
 the collection's view to it when the run becomes ``latest`` (the runner's commit point, after
 the run guards and the serve phase; see ``pgvector.py``). Stores without a ``publish`` method
-(``PUBLISHING_PROVIDERS`` lists those with one) serve what they hold at once.
+(their registry entry says ``publishes``) serve what they hold at once.
+
+Each store is described once, by its entry in ``models/stores.py`` (``STORES``): the functions
+below read it (``provider_of``) instead of asking which provider a config names, and
+``open_store`` calls the ``open_store(config, layout)`` of the module the entry names.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +39,7 @@ from typing import Any, Protocol
 from indexfoundry.backends.embedding.providers import Vectors
 from indexfoundry.errors import ConfigInvalid, DbError, IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
+from indexfoundry.models.stores import STORES, StoreProvider, store_provider
 from indexfoundry.storage.layout import RunLayout
 
 Metadata = dict[str, str | int | float | bool]
@@ -94,8 +100,11 @@ class Logic:
 
 Filter = Compare | Logic
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains")
-# Providers whose query translates ``$contains`` (the others get it evaluated after the query).
-CONTAINS_PROVIDERS = frozenset({"local", "pgvector"})
+
+
+def pushes_contains(config: VectorDbConfig) -> bool:
+    """Whether the store's query translates ``$contains`` (the others get it checked after the query)."""
+    return provider_of(config).contains
 
 
 def parse_where(where: dict[str, Any] | None) -> Filter | None:
@@ -315,51 +324,35 @@ class RetryingClient:
 
 
 # ---------------------------------------------------------------- opening
+def provider_of(config: VectorDbConfig) -> StoreProvider:
+    """The registry entry of the configured store (``models/stores.py``)."""
+    entry = store_provider(config.provider)
+    if entry is None:
+        raise ConfigInvalid(
+            f"vector store '{config.provider}' is not supported",
+            suggestion=f"Use vector_db.provider: {_choices()}",
+        )
+    return entry
+
+
+def _choices() -> str:
+    names = list(STORES)
+    return ", ".join(names[:-1]) + f" or {names[-1]}"
+
+
 def open_store(config: VectorDbConfig, layout: RunLayout) -> VectorStore:
-    """Open the configured store. Embedded stores live in the run unless a path/uri is configured."""
-    conn = config.connection
-    if config.provider == "chroma":
-        from indexfoundry.backends.stores.chroma import ChromaStore
-
-        return ChromaStore(config, layout.chroma_dir, layout.root)
-    if config.provider == "local":
-        from indexfoundry.backends.stores.local import LocalStore
-
-        return LocalStore(config, Path(conn["path"]) if conn.get("path") else layout.local_store_dir)
-    if config.provider == "qdrant":
-        from indexfoundry.backends.stores.qdrant import QdrantStore
-
-        return QdrantStore(config, layout.qdrant_dir)
-    if config.provider == "milvus":
-        from indexfoundry.backends.stores.milvus import MilvusStore
-
-        return MilvusStore(config, layout.milvus_file)
-    if config.provider == "pgvector":
-        from indexfoundry.backends.stores.pgvector import PgVectorStore
-
-        return PgVectorStore(config, layout.run_id)
-    if config.provider == "pinecone":
-        from indexfoundry.backends.stores.pinecone import PineconeStore
-
-        return PineconeStore(config)
-    if config.provider == "weaviate":
-        from indexfoundry.backends.stores.weaviate import WeaviateStore
-
-        return WeaviateStore(config)
-    raise ConfigInvalid(
-        f"vector store '{config.provider}' is not supported",
-        suggestion="Use vector_db.provider: chroma, local, qdrant, milvus, pgvector, pinecone or weaviate",
-    )
+    """Open the configured store (its module's ``open_store``). Embedded stores live in the run
+    unless a path/uri is configured."""
+    module = importlib.import_module(provider_of(config).module_name)
+    store: VectorStore = module.open_store(config, layout)
+    return store
 
 
 def keyword_in_store(config: VectorDbConfig) -> bool:
     """Whether the keyword leg of search runs in the store (pgvector's ``full_text_search``
     option: PostgreSQL full-text search) instead of the run's BM25 index (the default)."""
-    return config.provider == "pgvector" and bool(config.connection.get("full_text_search"))
-
-
-# Providers that stage a run's writes and switch to them in ``publish`` (the others serve at once).
-PUBLISHING_PROVIDERS = frozenset({"pgvector"})
+    option = provider_of(config).keyword_option
+    return option is not None and bool(config.connection.get(option))
 
 
 def prepare_publish(store: VectorStore) -> None:
@@ -370,17 +363,14 @@ def prepare_publish(store: VectorStore) -> None:
         method()
 
 
-# Embedded stores a new run can start from a copy of its base run's (files inside the run).
-_RUN_STORES = {"chroma": "chroma_dir", "local": "local_store_dir"}
-
-
 def run_store_path(config: VectorDbConfig, layout: RunLayout) -> Path | None:
-    """Where an embedded store lives inside the run; None for a server or a configured path
-    (one store shared by every run, so there is nothing to copy)."""
+    """Where an embedded store a new run can start from a copy of lives inside the run; None for a
+    server or a configured path (one store shared by every run, so there is nothing to copy)."""
+    entry = provider_of(config)
     conn = config.connection
-    if config.provider not in _RUN_STORES or any(k in conn for k in ("host", "url", "path", "uri")):
+    if not entry.copies_base or entry.run_path is None or any(k in conn for k in ("host", "url", "path", "uri")):
         return None
-    path: Path = getattr(layout, _RUN_STORES[config.provider])
+    path: Path = getattr(layout, entry.run_path)
     return path
 
 
@@ -405,18 +395,8 @@ def takes_concurrent_writers(config: VectorDbConfig) -> bool:
     """True for the server stores, which several processes may upsert into at once (Chroma in
     client/server mode, pgvector, remote Qdrant and Milvus, Pinecone). Embedded stores (Chroma's
     folder, the local store, Qdrant's local mode, Milvus Lite) are written by one process only:
-    on a cluster, the driver. So is Weaviate for now: its store declares a property before the
-    first object that uses it, which two writers could race on (not tested concurrently)."""
-    conn = config.connection
-    if config.provider in ("pgvector", "pinecone"):
-        return True
-    if config.provider == "chroma":
-        return bool(conn.get("host"))
-    if config.provider == "qdrant":
-        return bool(conn.get("url") or conn.get("host"))
-    if config.provider == "milvus":
-        return "://" in str(conn.get("uri", ""))
-    return False
+    on a cluster, the driver. So is Weaviate for now (its registry entry says why)."""
+    return provider_of(config).concurrent_writers(config.connection)
 
 
 def publish(store: VectorStore) -> None:
@@ -429,15 +409,11 @@ def publish(store: VectorStore) -> None:
 def release_run(config: VectorDbConfig, layout: RunLayout) -> bool:
     """Free what a removed run holds in a server store (``run cleanup``): its pgvector table,
     unless that table is the published index. True if something was dropped."""
-    if config.provider != "pgvector":
+    entry = provider_of(config)
+    if not entry.releases_runs:
         return False
-    from indexfoundry.backends.stores.pgvector import PgVectorStore
-
-    store = PgVectorStore(config, layout.run_id)
-    try:
-        return store.drop_run()
-    finally:
-        store.close()
+    released: bool = importlib.import_module(entry.module_name).release_run(config, layout)
+    return released
 
 
 def _public(conn: dict[str, Any]) -> dict[str, Any]:
@@ -454,16 +430,11 @@ def _public(conn: dict[str, Any]) -> dict[str, Any]:
 def describe_location(config: VectorDbConfig, layout: RunLayout) -> dict[str, Any]:
     """Where the vectors are, for ``vector_manifest.json`` (no secrets, run-relative paths)."""
     conn = _public(config.connection)
-    embedded: dict[str, tuple[str, Path]] = {
-        "chroma": ("path", layout.chroma_dir),
-        "local": ("path", layout.local_store_dir),
-        "qdrant": ("path", layout.qdrant_dir),
-        "milvus": ("uri", layout.milvus_file),
-    }
+    entry = provider_of(config)
     remote = any(k in conn for k in ("host", "url")) or "://" in str(conn.get("uri", ""))
-    if config.provider in embedded and not remote:
-        key, default = embedded[config.provider]
-        path = Path(conn.get(key, default))
+    if entry.run_path is not None and not remote:
+        key = entry.location_key
+        path = Path(conn.get(key, getattr(layout, entry.run_path)))
         try:
             conn[key] = path.resolve().relative_to(layout.root.resolve()).as_posix()
         except ValueError:

@@ -30,6 +30,7 @@ from indexfoundry.backends.stores import (
 )
 from indexfoundry.errors import ConfigInvalid, DbError
 from indexfoundry.models.config import VectorDbConfig
+from indexfoundry.storage.layout import RunLayout
 
 # Most hits one query asks for while looking for top_k that pass the shared filter rule.
 MAX_LIMIT = 100000
@@ -285,3 +286,8 @@ class ChromaStore:
 
     def close(self) -> None:
         return None
+
+
+def open_store(config: VectorDbConfig, layout: RunLayout) -> ChromaStore:
+    """Open Chroma: embedded in the run (or ``connection.path``), or a server (``host``/``port``)."""
+    return ChromaStore(config, layout.chroma_dir, layout.root)

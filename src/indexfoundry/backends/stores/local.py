@@ -32,6 +32,7 @@ from indexfoundry.errors import DbError
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.atomic import atomic_write_bytes, atomic_write_json, read_json
 from indexfoundry.storage.hashing import canonical_json, sha256_bytes
+from indexfoundry.storage.layout import RunLayout
 
 SCHEMA_VERSION = 1
 
@@ -255,3 +256,9 @@ class LocalStore:
 
     def max_batch_size(self) -> int:
         return 10000
+
+
+def open_store(config: VectorDbConfig, layout: RunLayout) -> LocalStore:
+    """Open the local store: in the run, or in ``connection.path``."""
+    conn = config.connection
+    return LocalStore(config, Path(conn["path"]) if conn.get("path") else layout.local_store_dir)

@@ -44,6 +44,7 @@ from indexfoundry.backends.stores import (
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.hashing import sha256_text
+from indexfoundry.storage.layout import RunLayout
 
 _NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 MODEL_PROPERTY = "indexfoundry.embedding_model"
@@ -324,3 +325,8 @@ def close_lite_clients() -> None:
         for client in _lite_clients.values():
             client.close()
         _lite_clients.clear()
+
+
+def open_store(config: VectorDbConfig, layout: RunLayout) -> MilvusStore:
+    """Open Milvus: a Milvus Lite file in the run (or ``connection.uri``), or a server URI."""
+    return MilvusStore(config, layout.milvus_file)

@@ -68,6 +68,7 @@ from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.models.values import parse_dsn
 from indexfoundry.storage.hashing import sha256_text
+from indexfoundry.storage.layout import RunLayout
 
 REGISTRY = "indexfoundry_tables"
 # A text search configuration name (a regconfig such as english, simple, german).
@@ -616,3 +617,17 @@ def to_sql(flt: Filter | None) -> tuple[Any, list[Any]]:
         key,
         str(value),
     ]
+
+
+def open_store(config: VectorDbConfig, layout: RunLayout) -> PgVectorStore:
+    """Open the PostgreSQL store on the run's own table."""
+    return PgVectorStore(config, layout.run_id)
+
+
+def release_run(config: VectorDbConfig, layout: RunLayout) -> bool:
+    """Drop a removed run's table (``run cleanup``), unless it is the published index."""
+    store = PgVectorStore(config, layout.run_id)
+    try:
+        return store.drop_run()
+    finally:
+        store.close()

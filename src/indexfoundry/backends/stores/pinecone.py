@@ -38,6 +38,7 @@ from indexfoundry.backends.stores import (
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.storage.hashing import sha256_text
+from indexfoundry.storage.layout import RunLayout
 
 TEXT_KEY = "_text"
 META_NAMESPACE = "__indexfoundry__"
@@ -211,3 +212,8 @@ class PineconeStore:
     def close(self) -> None:
         self.index.close()
         self.client.close()
+
+
+def open_store(config: VectorDbConfig, layout: RunLayout) -> PineconeStore:
+    """Open the Pinecone index at ``connection.host``."""
+    return PineconeStore(config)

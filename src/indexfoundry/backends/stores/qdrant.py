@@ -39,6 +39,7 @@ from indexfoundry.backends.stores import (
 )
 from indexfoundry.errors import DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
+from indexfoundry.storage.layout import RunLayout
 
 ID_KEY = "_id"
 TEXT_KEY = "_text"
@@ -310,3 +311,8 @@ def close_local_clients() -> None:
         for client in _local_clients.values():
             client.close()
         _local_clients.clear()
+
+
+def open_store(config: VectorDbConfig, layout: RunLayout) -> QdrantStore:
+    """Open Qdrant: local mode in the run (or ``connection.path``), or a server (``url``/``host``)."""
+    return QdrantStore(config, layout.qdrant_dir)

@@ -61,6 +61,7 @@ from indexfoundry.backends.stores.weaviate_schema import (
 )
 from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
+from indexfoundry.storage.layout import RunLayout
 
 # Weaviate's QUERY_MAXIMUM_RESULTS default: no query or delete reaches further.
 MAX_RESULTS = 10_000
@@ -384,3 +385,8 @@ class WeaviateStore:
 
     def close(self) -> None:
         self.client.close()
+
+
+def open_store(config: VectorDbConfig, layout: RunLayout) -> WeaviateStore:
+    """Open the Weaviate server at ``connection.url``."""
+    return WeaviateStore(config)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from indexfoundry.backends.embedding.providers import Embedder, embedding_backend, resolve_embedder
-from indexfoundry.backends.stores import PUBLISHING_PROVIDERS, publish, seed_from_base, takes_concurrent_writers
+from indexfoundry.backends.stores import provider_of, publish, seed_from_base, takes_concurrent_writers
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.artifacts import UpsertStats
 from indexfoundry.models.config import PipelineConfig
@@ -48,7 +48,7 @@ class IndexPhase(Phase):
 
     def publish(self, ctx: PhaseContext) -> None:
         """The run becomes ``latest``: a store that stages runs (pgvector) switches to its vectors."""
-        if ctx.config.index.vector_db.provider not in PUBLISHING_PROVIDERS:
+        if not provider_of(ctx.config.index.vector_db).publishes:
             return
         store = open_run_store(ctx.layout, ctx.config)
         try:
