@@ -29,7 +29,8 @@ from wcmatch import glob as wglob
 from indexfoundry.errors import ConfigInvalid, FetchFailed, FetchTimeout, FileTooLarge, IndexFoundryError
 from indexfoundry.models.config import RepoSource
 from indexfoundry.models.records import RawRecord
-from indexfoundry.phases.connect.net import FetchPolicy, GuardedBackend, check_url
+from indexfoundry.phases.connect.guard import GuardedBackend
+from indexfoundry.phases.connect.policy import FetchPolicy, check_url
 from indexfoundry.phases.connect.sniff import extension_for, sniff_content_type
 from indexfoundry.storage.hashing import sha256_text
 from indexfoundry.storage.layout import RunLayout, cache_dir
