@@ -247,7 +247,7 @@ def served_settings(runs_dir: Path, run_spec: str) -> tuple[ServeConfig, dict[st
     return settings(runs_dir, run_spec)
 
 
-# ---------------------------------------------------------------- the design's tools
+# ---------------------------------------------------------------- the tool catalogue
 def tool_specs() -> dict[str, ToolSpec]:
     """Every registered tool (``indexfoundry_connect_url`` …), by name, as the MCP server lists them."""
     from indexfoundry.app.tools.registry import load_tools
@@ -271,7 +271,7 @@ def load_connections(path: str | Path) -> Connections:
 
 
 def call_tool(name: str, arguments: dict[str, Any], *, runs_dir: str | Path | None = None, **context: Any) -> BaseModel:
-    """Call the design's tool ``name`` with ``arguments`` (validated against its strict input
+    """Call the tool ``name`` with ``arguments`` (validated against its strict input
     model); a ``run_id`` of 'latest' names the newest completed run of ``runs_dir``."""
     from indexfoundry.app.tools.registry import call_tool as call
 

@@ -1,8 +1,8 @@
 """One exception tree for IndexFoundry.
 
-Every error carries one of the design's error codes, whether it can be retried, and a
-suggestion for what to do next. The three surfaces (CLI, HTTP, MCP) map these to exit
-codes, HTTP statuses and the seed's ``ToolError`` shape; nothing else catches broadly.
+Every error carries one of the error codes (docs/design.md, "Error codes"), whether it can be
+retried, and a suggestion for what to do next. The three surfaces (CLI, HTTP, MCP) map these to
+exit codes, HTTP statuses and the ``ToolError`` shape; nothing else catches broadly.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ ErrorCode = Literal[
     "DB_ERROR",
     "CONFIG_INVALID",
     "RUN_NOT_FOUND",
-    # Not in the seed's table but needed by the surfaces; documented in docs/design.md.
+    # Runs, servers, reranking and the unexpected (docs/design.md, "Error codes").
     "RUN_LOCKED",
     "RUN_SHRANK",
     "NOT_FOUND",
@@ -76,7 +76,7 @@ class IndexFoundryError(Exception):
         return _EXIT_CODES.get(self.code, 1)
 
     def to_dict(self) -> dict[str, Any]:
-        """The seed's ``error`` object: code, message, details, recoverable, suggestion."""
+        """The ``error`` object of a ``ToolError``: code, message, details, recoverable, suggestion."""
         out: dict[str, Any] = {
             "code": self.code,
             "message": self.message,

@@ -174,7 +174,7 @@ class Run:
         return self.layout.requests_log
 
     def status(self) -> RunStatusOutput:
-        """The seed's run_status of this run."""
+        """This run's status, as ``indexfoundry_run_status`` answers it."""
         return run_status(self.layout)
 
     # ------------------------------------------------------------- searching and reading

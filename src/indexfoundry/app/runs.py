@@ -274,7 +274,7 @@ def run_phase(
 
 
 def status(run_id: str, *, runs_dir: str | Path | None = None) -> RunStatusOutput:
-    """The seed's run_status."""
+    """A run's status (``indexfoundry_run_status``)."""
     root = runs_dir_for(runs_dir)
     return run_status(RunLayout.existing(root, resolve_run_id(root, run_id)))
 
@@ -287,14 +287,14 @@ def runs(
     before: str | None = None,
     after: str | None = None,
 ) -> list[RunListItem]:
-    """The seed's run_list."""
+    """The runs of a runs folder, filtered (``indexfoundry_run_list``)."""
     return list_runs(runs_dir_for(runs_dir), status_filter, limit, before, after)
 
 
 def diff(
     run_id_a: str, run_id_b: str, *, runs_dir: str | Path | None = None, include_chunks: bool = False
 ) -> RunDiffOutput:
-    """The seed's run_diff: what changed from run A to run B (timing fields ignored)."""
+    """``indexfoundry_run_diff``: what changed from run A to run B (timing fields ignored)."""
     from indexfoundry.pipeline.diff import run_diff
 
     root = runs_dir_for(runs_dir)
@@ -311,7 +311,7 @@ def cleanup(
     dry_run: bool = True,
     max_runs: int | None = None,
 ) -> RunCleanupOutput:
-    """The seed's run_cleanup; ``max_runs`` defaults to the global config's ``storage.max_runs``."""
+    """``indexfoundry_run_cleanup``; ``max_runs`` defaults to the global config's ``storage.max_runs``."""
     from indexfoundry.pipeline.cleanup import cleanup_runs
 
     glob = load_global_config()
@@ -332,7 +332,7 @@ def serve_openapi(
     endpoints: list[ServeEndpoint] | None = None,
     include_schemas: bool = True,
 ) -> ServeOpenapiOutput:
-    """The seed's serve_openapi: write ``served/openapi.json`` from the same app the server runs."""
+    """``indexfoundry_serve_openapi``: write ``served/openapi.json`` from the same app the server runs."""
     root = runs_dir_for(runs_dir)
     layout = RunLayout.existing(root, resolve_run_id(root, run_id))
     return write_openapi(
@@ -350,7 +350,7 @@ def serve_start(
     rate_limit: RateLimitConfig | None = None,
     log_requests: bool | None = None,
 ) -> ServeStartOutput:
-    """The seed's serve_start: the HTTP API in a background process; returns once it answers.
+    """``indexfoundry_serve_start``: the HTTP API in a background process; returns once it answers.
     ``run_id`` may be 'latest': the server then switches to each newly completed run."""
     return start_background(
         runs_dir_for(runs_dir),

@@ -19,7 +19,7 @@ class Strict(BaseModel):
 def config_field(model: type[BaseModel], name: str, **overrides: Any) -> Any:
     """A tool input's field taken from the config model's field ``name``: its type constraints
     (ranges, lengths, patterns) and default, so a tool's schema and the config it fills cannot
-    drift apart (issue 13). ``overrides`` replace attributes, e.g. the seed's own ``description``.
+    drift apart. ``overrides`` replace attributes, e.g. the tool's own ``description``.
     Use it as the field's default: ``max_chars: int = config_field(NormalizeConfig, "max_chars")``."""
     info = copy.deepcopy(model.model_fields[name])
     for key, value in overrides.items():

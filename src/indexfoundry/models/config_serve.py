@@ -34,7 +34,7 @@ ALL_SERVE_ENDPOINTS: tuple[ServeEndpoint, ...] = (
 
 
 class ApiInfo(Strict):
-    """The seed's ``api_info`` of ``indexfoundry_serve_openapi``."""
+    """The ``api_info`` of ``indexfoundry_serve_openapi``: title, version, description, base path."""
 
     title: str = Field(default="IndexFoundry Search API", min_length=1, max_length=200, description="API title")
     version: str = Field(default="1.0.0", min_length=1, max_length=50, description="API version")

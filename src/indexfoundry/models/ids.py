@@ -1,4 +1,4 @@
-"""The one run-id type (issue 13): what a run id looks like, and what may name a run.
+"""The one run-id type: what a run id looks like, and what may name a run.
 
 - ``RunId``: a run's own id, a lowercase UUID (v7 for new runs, v5 for derived ones), as
   ``runs/<run_id>/`` is named. Tools that write into a run take exactly that.

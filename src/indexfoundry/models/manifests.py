@@ -22,7 +22,7 @@ TIMING_FIELDS: frozenset[str] = frozenset(
 class ErrorRecord(Strict):
     """One error met during a phase (also one line of ``logs/errors.ndjson``)."""
 
-    code: ErrorCode = Field(description="Error code from the design's table")
+    code: ErrorCode = Field(description="Error code (e.g. CONFIG_INVALID, FETCH_FAILED)")
     message: str = Field(description="What went wrong")
     phase: PhaseName | None = Field(default=None, description="Phase the error happened in")
     uri: str | None = Field(default=None, description="Source or document the error concerns")
@@ -124,7 +124,7 @@ class TextContent(Strict):
 
 
 class ToolError(Strict):
-    """The seed's error response for tools (MCP) and, as ``error``, for HTTP."""
+    """The error response of a tool (MCP) and, as ``error``, of the HTTP API."""
 
     isError: Literal[True] = True
     content: list[TextContent]
@@ -157,7 +157,7 @@ class PipelineSummary(Strict):
 
 
 class PipelineRunOutput(Strict):
-    """The seed's ``PipelineRunOutput``."""
+    """What ``indexfoundry_pipeline_run`` answers: the run, its status and its phases."""
 
     run_id: str
     status: Literal["completed", "partial", "failed"]

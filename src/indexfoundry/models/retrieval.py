@@ -27,7 +27,7 @@ RERANK_PROVIDERS: tuple[str, ...] = ("cross-encoder", "cohere", "http")
 
 
 class RerankerConfig(Strict):
-    """The seed's ``reranker`` block, plus what the API providers need (key variable, server, retries)."""
+    """The profile's ``reranker`` block, plus what the API providers need (key variable, server, retries)."""
 
     enabled: bool = Field(default=False, description="Rerank the top results after retrieval (every mode)")
     model: str | None = Field(

@@ -1,4 +1,4 @@
-"""Models of the serve phase: the design's serve tools' inputs and outputs, and the HTTP API's
+"""Models of the serve phase: the serve tools' inputs and outputs, and the HTTP API's
 read-only views (documents, stats, health). Search requests and responses live in
 ``models/retrieval.py`` and are shared with the CLI and MCP."""
 
@@ -16,7 +16,7 @@ from indexfoundry.models.retrieval import AllowedFilter, SearchMode, SearchResul
 
 # ---------------------------------------------------------------- tools
 class ServeOpenapiInput(Strict):
-    """The seed's ``ServeOpenapiInputSchema``."""
+    """Input of ``indexfoundry_serve_openapi``."""
 
     run_id: RunIdOrLatest = Field(description="Run whose served/openapi.json is written")
     api_info: ApiInfo | None = Field(
@@ -43,7 +43,7 @@ class RateLimitInput(Strict):
 
 
 class ServeStartInput(Strict):
-    """The seed's ``ServeStartInputSchema``; starts the server in the background."""
+    """Input of ``indexfoundry_serve_start``; starts the server in the background."""
 
     run_id: RunIdOrLatest = Field(description="Run to serve, or 'latest' (follows new runs)")
     host: str = Field(default="127.0.0.1", description="Bind address")

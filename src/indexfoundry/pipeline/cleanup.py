@@ -1,6 +1,6 @@
 """``run cleanup``: free disk space by removing old runs, safely.
 
-Which runs go (the seed's ``RunCleanupInputSchema`` plus the global config):
+Which runs go (the inputs of ``indexfoundry_run_cleanup`` plus the global config):
 - runs created more than ``older_than_days`` days ago, and
 - beyond ``storage.max_runs`` runs that still hold artifacts, the oldest first (FIFO).
 
@@ -54,7 +54,7 @@ class KeptItem(Strict):
 
 
 class RunCleanupOutput(Strict):
-    """The seed's run_cleanup answer."""
+    """What ``indexfoundry_run_cleanup`` answers."""
 
     dry_run: bool = Field(description="True: nothing was removed, this is what would be")
     removed: list[CleanupItem] = Field(default_factory=list, description="Runs removed (or to remove)")

@@ -105,7 +105,7 @@ class ChunkDiffSummary(Strict):
 
 
 class RunDiffOutput(Strict):
-    """The seed's run_diff answer."""
+    """What ``indexfoundry_run_diff`` answers."""
 
     run_id_a: str = Field(description="Older side of the comparison")
     run_id_b: str = Field(description="Newer side of the comparison")

@@ -29,7 +29,7 @@ class PhaseStatusView(Strict):
 
 
 class RunStatusOutput(Strict):
-    """The seed's run_status answer: phases, counts, timings and errors."""
+    """What ``indexfoundry_run_status`` answers: phases, counts, timings and errors."""
 
     run_id: str
     status: RunStatus
@@ -120,7 +120,7 @@ def list_runs(
     before: str | None = None,
     after: str | None = None,
 ) -> list[RunListItem]:
-    """Runs in a runs folder, newest first, with the seed's filters."""
+    """Runs in a runs folder, newest first, filtered by status, count and creation time."""
     before_t = _parse_time(before, "before")
     after_t = _parse_time(after, "after")
     items: list[RunListItem] = []

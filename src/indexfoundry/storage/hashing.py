@@ -48,7 +48,7 @@ def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
 def doc_id_for(uri: str, content_hash: str, record_id: str | None = None) -> str:
     """Document id: derived from the source content and where it came from.
 
-    The seed derives ``doc_id`` from the source content; the uri (and the record id for a
+    ``doc_id`` comes from the source content (docs/design.md, "Ids"); the uri (and the record id for a
     record split from a csv/jsonl file) is hashed in too so that two identical files at
     different places stay two documents with distinct chunk ids.
     """
@@ -59,7 +59,7 @@ def doc_id_for(uri: str, content_hash: str, record_id: str | None = None) -> str
 
 
 def chunk_id_for(doc_id: str, byte_start: int, byte_end: int) -> str:
-    """Chunk id per the seed: ``SHA256(doc_id || byte_start || byte_end)``."""
+    """Chunk id: ``SHA256(doc_id || byte_start || byte_end)`` (docs/design.md, "Ids")."""
     return sha256_text(f"{doc_id}|{byte_start}|{byte_end}")
 
 

@@ -1,6 +1,6 @@
 """What an agent may write to the single-purpose tools: their inputs, without destinations or secrets.
 
-The operator's tool inputs (``app/tools/*``) mirror the design's schemas and take a header
+The operator's tool inputs (``app/tools/*``) follow the tool catalogue's schemas and take a header
 map, a model's ``base_url`` and ``api_key_env``, a store's host, port, DSN and key variables,
 a bind host. An agent's inputs here take none of these: the same fields otherwise (their
 constraints and descriptions copied from the operator's with ``config_field``), and a

@@ -1,1 +1,1 @@
-"""The design's tools (``indexfoundry_connect_url`` …) and their registry (``registry.py``)."""
+"""The tools (``indexfoundry_connect_url`` …) and their registry (``registry.py``)."""

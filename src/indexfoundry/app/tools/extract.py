@@ -1,4 +1,4 @@
-"""The design's extract tools: ``indexfoundry_extract_pdf``, ``_extract_html`` and ``_extract_document``.
+"""The extract tools: ``indexfoundry_extract_pdf``, ``_extract_html`` and ``_extract_document``.
 
 Each extracts one raw file of an existing run with the tool's options (on top of the run's
 frozen extract config), in a worker process under the run's time and memory limits, and
@@ -35,7 +35,7 @@ from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
 
 
-# ------------------------------------------------------------------ inputs (the seed's schemas)
+# ------------------------------------------------------------------ inputs (the catalogue's schemas)
 class PageRange(Strict):
     """Pages to extract, 1-indexed and inclusive."""
 
@@ -48,7 +48,7 @@ class ExtractPdfInput(Strict):
 
     run_id: RunId = Field(description="Run to work in")
     pdf_path: str = Field(description="Path relative to the run's raw/ dir (e.g. '<sha256>.pdf')")
-    # Constraints and defaults come from ExtractConfig (one truth); descriptions are the seed's.
+    # Constraints and defaults come from ExtractConfig (one truth); descriptions are the tool's own.
     mode: Literal["layout", "plain", "ocr"] = config_field(
         ExtractConfig,
         "pdf_mode",

@@ -1,4 +1,4 @@
-"""The design's index tools: ``indexfoundry_index_embed`` and ``indexfoundry_index_upsert``,
+"""The index tools: ``indexfoundry_index_embed`` and ``indexfoundry_index_upsert``,
 plus ``verify_run`` (``indexfoundry index verify``).
 
 The tools run the same functions as the index phase (``embed_chunks``, ``upsert_chunks``) on
@@ -31,10 +31,10 @@ from indexfoundry.storage.layout import RunLayout
 
 _DEFAULT_CHUNKS = "normalized/chunks.jsonl"
 _DEFAULT_EMBEDDINGS = "indexed/embeddings.jsonl"
-_SEED_METADATA_FIELDS = ["source.uri", "source.type", "metadata.language", "position.page"]
+_DEFAULT_METADATA_FIELDS = ["source.uri", "source.type", "metadata.language", "position.page"]
 
 
-# ------------------------------------------------------------------ inputs (the seed's schemas)
+# ------------------------------------------------------------------ inputs (the catalogue's schemas)
 class EmbedModel(Strict):
     """Which model embeds the chunks."""
 
@@ -55,7 +55,7 @@ class EmbedModel(Strict):
 
 
 class IndexEmbedInput(Strict):
-    """Input of ``indexfoundry_index_embed`` (mirrors the seed's IndexEmbedInputSchema)."""
+    """Input of ``indexfoundry_index_embed``."""
 
     run_id: RunId = Field(description="Run directory to work in")
     chunks_path: str = Field(default=_DEFAULT_CHUNKS, description="Chunks file, relative to the run folder")
@@ -67,7 +67,7 @@ class IndexEmbedInput(Strict):
 
 
 class UpsertConnection(Strict):
-    """Where the vector database is (the seed's fields, plus the embedded stores' path/uri)."""
+    """Where the vector store is: host, port, key variable, collection, namespace; or an embedded store's path/uri."""
 
     host: str | None = Field(
         default=None, description="Server host (chroma, qdrant) or index data-plane host (pinecone)"
@@ -85,7 +85,7 @@ class UpsertConnection(Strict):
 
 
 class IndexUpsertInput(Strict):
-    """Input of ``indexfoundry_index_upsert`` (mirrors the seed's IndexUpsertInputSchema)."""
+    """Input of ``indexfoundry_index_upsert``."""
 
     run_id: RunId = Field(description="Run directory to work in")
     embeddings_path: str = Field(default=_DEFAULT_EMBEDDINGS, description="Embeddings file, relative to the run")
@@ -93,12 +93,12 @@ class IndexUpsertInput(Strict):
     provider: VectorProvider = Field(description="Vector database provider")
     connection: UpsertConnection = Field(description="Connection and collection")
     metadata_fields: list[str] = Field(
-        default_factory=lambda: list(_SEED_METADATA_FIELDS), description="Chunk fields to store as vector metadata"
+        default_factory=lambda: list(_DEFAULT_METADATA_FIELDS), description="Chunk fields to store as vector metadata"
     )
     store_text: bool = Field(default=True, description="Store chunk text in vector metadata")
     upsert_mode: Literal["insert", "upsert", "replace"] = Field(default="upsert", description="How to write")
     batch_size: int = Field(default=100, ge=1, le=1000, description="Vectors per request (capped by the store)")
-    force: bool = Field(default=False, description="Kept for the seed's schema: upserts only write what changed")
+    force: bool = Field(default=False, description="Taken as by every tool; upserts write only what changed anyway")
 
 
 # ------------------------------------------------------------------ outputs

@@ -1,4 +1,4 @@
-"""The design's normalize tools: ``indexfoundry_normalize_chunk``, ``_enrich`` and ``_dedupe``.
+"""The normalize tools: ``indexfoundry_normalize_chunk``, ``_enrich`` and ``_dedupe``.
 
 Each works on one run's files under the run lock, writes its artifacts atomically and records
 them in the run manifest's ``normalize`` entry, so the later phases see the new chunks (the
@@ -31,7 +31,7 @@ from indexfoundry.storage.workcache import WorkCache
 _DEFAULT_CHUNKS = "normalized/chunks.jsonl"
 
 
-# ------------------------------------------------------------------ inputs (the seed's schemas)
+# ------------------------------------------------------------------ inputs (the catalogue's schemas)
 class NormalizeChunkInput(Strict):
     """Input of ``indexfoundry_normalize_chunk``."""
 
@@ -40,7 +40,7 @@ class NormalizeChunkInput(Strict):
         description="Paths to extracted text files (relative to the run folder); an empty list means every "
         "extracted document"
     )
-    # Constraints and defaults come from NormalizeConfig (one truth); descriptions are the seed's.
+    # Constraints and defaults come from NormalizeConfig (one truth); descriptions are the tool's own.
     strategy: ChunkStrategy = config_field(NormalizeConfig, "chunk_strategy")
     max_chars: int = config_field(NormalizeConfig, "max_chars")
     min_chars: int = config_field(NormalizeConfig, "min_chars")

@@ -1,4 +1,4 @@
-"""The design's ``indexfoundry_index_build_profile`` tool: write a run's retrieval profile.
+"""The ``indexfoundry_index_build_profile`` tool: write a run's retrieval profile.
 
 ``served/retrieval_profile.json`` says which search modes a run offers, how hybrid search fuses
 its two rankings, which metadata fields may be filtered with which operators, and the security
@@ -31,7 +31,7 @@ from indexfoundry.storage.layout import RunLayout, resolve_runs_dir
 
 
 class ProfileRetrievalConfig(Strict):
-    """The seed's ``retrieval_config`` (its defaults: top 10, hybrid only, RRF)."""
+    """The profile's ``retrieval_config`` (its defaults: top 10, hybrid only, RRF)."""
 
     default_top_k: int = Field(default=10, ge=1, le=100, description="Results returned when a search gives no top_k")
     search_modes: list[SearchMode] = Field(
@@ -48,7 +48,7 @@ class ProfileRetrievalConfig(Strict):
 
 
 class BuildProfileInput(Strict):
-    """Input of ``indexfoundry_index_build_profile`` (mirrors the seed's IndexBuildProfileInputSchema)."""
+    """Input of ``indexfoundry_index_build_profile``."""
 
     run_id: RunId = Field(description="Run whose retrieval profile is written")
     retrieval_config: ProfileRetrievalConfig = Field(description="Retrieval parameters")

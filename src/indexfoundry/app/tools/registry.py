@@ -1,4 +1,4 @@
-"""Registry of the design's tools (``indexfoundry_connect_url`` … ``indexfoundry_run_cleanup``).
+"""Registry of the tool catalogue (``indexfoundry_connect_url`` … ``indexfoundry_run_cleanup``).
 
 Each tool is a plain function taking one strict pydantic input model and returning a pydantic
 output model. Phase packages register their tools here with ``@tool``; the MCP server exposes
@@ -64,7 +64,7 @@ def tool(
     open_world: bool,
     long_running: bool = False,
 ) -> Callable[[F], F]:
-    """Register ``func`` as the design's tool ``name`` (its docstring is the description)."""
+    """Register ``func`` as the tool ``name`` (its docstring is the description)."""
 
     def decorate(func: F) -> F:
         _REGISTRY[name] = ToolSpec(

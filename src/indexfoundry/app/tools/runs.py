@@ -1,4 +1,4 @@
-"""The design's orchestration and utility tools: ``indexfoundry_pipeline_run``, ``_run_status``,
+"""The orchestration and utility tools: ``indexfoundry_pipeline_run``, ``_run_status``,
 ``_run_list``, ``_run_diff`` and ``_run_cleanup``. Thin wrappers over ``indexfoundry.app.runs`` (what ``api`` exposes).
 
 Surfaces may pass context keywords: ``runs_dir`` (the runs folder), ``progress`` (a progress
@@ -24,7 +24,7 @@ from indexfoundry.pipeline.runs import RunListItem, RunStatusOutput
 
 
 class PipelineRunInput(PipelineConfig):
-    """The seed's ``PipelineRunInputSchema`` (our pipeline config) plus an optional base run."""
+    """Input of ``indexfoundry_pipeline_run``: the pipeline config plus an optional base run."""
 
     base_run_id: RunRef | None = Field(
         default=None,

@@ -26,7 +26,7 @@ from indexfoundry.phases.connect.robots import RobotsCache, origin_of
 MAX_DEPTH = 3  # sitemap index -> sitemap index -> sitemap index -> urlset
 MAX_SITEMAPS = 1000
 MAX_URLS = 200_000
-DEFAULT_MAX_PAGES = 100  # the design's default for connect_sitemap
+DEFAULT_MAX_PAGES = 100  # indexfoundry_connect_sitemap's default
 
 
 @dataclass

@@ -40,8 +40,8 @@ from indexfoundry.storage.memo import Memo, memos_enabled
 
 
 def chunker_config(config: NormalizeConfig) -> dict[str, Any]:
-    """The chunker settings that decide chunk boundaries, with their hash (the seed's
-    ``chunker_config``: strategy, max_chars, overlap_chars, config_hash, and the rest)."""
+    """The chunker settings that decide chunk boundaries, with their hash (the
+    normalize output's ``chunker_config``: strategy, max_chars, overlap_chars, config_hash, and the rest)."""
     settings = {
         "strategy": config.chunk_strategy,
         "max_chars": config.max_chars,
@@ -259,7 +259,7 @@ def _stopped(doc: ExtractedDocument, stopped: Stopped, limits: Limits) -> Chunke
 
 @dataclass
 class ChunkResult:
-    """Chunks of many documents, with the counts the seed's stats need."""
+    """Chunks of many documents, with the counts the chunk stats need."""
 
     chunks: list[DocumentChunk] = field(default_factory=list)
     documents: int = 0
@@ -364,7 +364,7 @@ def _memo_key(layout: RunLayout, job: ChunkFileJob) -> str:
 
 
 def chunk_stats(documents: int, chunks: list[DocumentChunk], config: NormalizeConfig, hard_cuts: int) -> dict[str, Any]:
-    """The seed's chunk stats over ``chunks``."""
+    """The chunk stats over ``chunks`` (``normalized/chunk_stats.json``)."""
     total = sum(c.content.char_count for c in chunks)
     return {
         "documents_processed": documents,

@@ -2,7 +2,7 @@
 
 Errors become one line on stderr (``CODE: message — suggestion``) and an exit code:
 2 for invalid input, 3 for an unknown run, 4 for a locked run, 1 otherwise. With
-``--json`` the seed's ToolError shape is also printed on stdout.
+``--json`` the ToolError shape is also printed on stdout.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``indexfoundry connect``: rerun the phase, and its single-purpose tool commands.
 
-``indexfoundry connect url|sitemap|folder|pdf|crawl|llms-txt|repo … --run-id ID`` call the design's
+``indexfoundry connect url|sitemap|folder|pdf|crawl|llms-txt|repo … --run-id ID`` call the
 ``indexfoundry_connect_*`` tools on an existing run (the same functions the MCP server exposes).
 """
 

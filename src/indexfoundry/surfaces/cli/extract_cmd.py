@@ -1,6 +1,6 @@
 """``indexfoundry extract``: rerun the phase, and its single-purpose tool commands.
 
-``indexfoundry extract pdf|html|document PATH --run-id ID`` call the design's
+``indexfoundry extract pdf|html|document PATH --run-id ID`` call the
 ``indexfoundry_extract_*`` tools on one raw file of an existing run (PATH is relative to the
 run's raw/ folder, as listed in raw/raw_manifest.jsonl).
 """

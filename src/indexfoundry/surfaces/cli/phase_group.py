@@ -1,5 +1,5 @@
 """Per-phase command groups: ``indexfoundry <phase> --run-id ID [--force]`` reruns the phase;
-subcommands (``indexfoundry connect url …``) run the design's single-purpose tools."""
+subcommands (``indexfoundry connect url …``) run the phase's single-purpose tools."""
 
 from __future__ import annotations
 

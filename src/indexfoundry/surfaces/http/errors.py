@@ -35,9 +35,9 @@ STATUS_BY_CODE: dict[str, int] = {
 
 
 class ErrorBody(Strict):
-    """The seed's error object."""
+    """The ``error`` object of an error response."""
 
-    code: ErrorCode = Field(description="Error code from the design's table")
+    code: ErrorCode = Field(description="Error code (e.g. CONFIG_INVALID, FETCH_FAILED)")
     message: str = Field(description="What went wrong")
     recoverable: bool = Field(description="Whether retrying the same request may succeed")
     suggestion: str | None = Field(default=None, description="What to try next")

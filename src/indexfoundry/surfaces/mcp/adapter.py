@@ -11,7 +11,7 @@ annotations come from the registry. A call goes through, in order:
    header an agent's model does not have) is ``CONFIG_INVALID`` with its key path;
 2. the tool function in a worker thread (with an MCP progress reporter for long tools), which
    resolves connection names and paths (``app/agent``) before the operator's tool runs;
-3. the result as structured content plus text; an ``IndexFoundryError`` as the seed's
+3. the result as structured content plus text; an ``IndexFoundryError`` as a
    ``ToolError`` (``isError``, ``error.code``, ``message``, ``recoverable``, ``suggestion``).
 
 This is the MCP surface's catch-all boundary: anything else becomes ``INTERNAL_ERROR`` with
@@ -106,7 +106,7 @@ def from_spec(spec: api.ToolSpec, context: dict[str, Any]) -> Exposed:
 
 
 def error_result(error: IndexFoundryError) -> CallToolResult:
-    """The seed's ToolError as an MCP tool result (``structuredContent`` holds the whole shape)."""
+    """A ToolError as an MCP tool result (``structuredContent`` holds the whole shape)."""
     body = ToolError.from_error(error)
     return CallToolResult(
         content=[TextContent(type="text", text=error.one_line())],
@@ -147,8 +147,8 @@ def _schema(model: type[BaseModel], name: str) -> dict[str, Any]:
 class _RawArguments(FuncMetadata):
     """Hands the raw arguments to the handler, which validates them against the strict model.
 
-    (The SDK's own validation would report a bad argument as free text; ours reports the
-    seed's ToolError with ``CONFIG_INVALID`` and the offending key path.)
+    (The SDK's own validation would report a bad argument as free text; ours reports a
+    ToolError with ``CONFIG_INVALID`` and the offending key path.)
     """
 
     def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
