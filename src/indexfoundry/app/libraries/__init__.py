@@ -21,7 +21,7 @@ one at once (queries meanwhile answer from the old run); a refresh that finds no
 discarded, so the served run and its cursors stay the same, and a refresh that fails (or that
 the shrink guard refuses) leaves the served run as it is.
 
-The rooms: ``entries`` (what a flag or the file names), ``versions`` (which version a query
+The modules: ``entries`` (what a flag or the file names), ``versions`` (which version a query
 picks), ``library`` (one served version: its run, built and refreshed), ``registry`` (the set one
 server serves, re-read on change and refreshed in the background), ``search`` (the one merge of
 a search over many libraries, and its pages within a token budget), ``reader`` (listing,
