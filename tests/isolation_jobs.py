@@ -1,4 +1,4 @@
-"""Jobs for tests/unit/phases/test_isolation_pool.py, in a module of their own: a worker imports
+"""Jobs for tests/unit/phases/test_isolation.py, in a module of their own: a worker imports
 the module of the job it runs, and this one imports nothing heavy (a worker that had to import
 pydantic first could miss a one-second deadline on a busy machine)."""
 

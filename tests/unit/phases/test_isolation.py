@@ -8,7 +8,7 @@ import signal
 
 from indexfoundry.phases.executor import LOCAL, LocalExecutor
 from indexfoundry.phases.isolation import IsolationPool, Limits, Stopped
-from tests.unit.phases.isolation_jobs import allocate_mb, pid_of_worker, sleep_then_pid
+from tests.isolation_jobs import allocate_mb, pid_of_worker, sleep_then_pid
 from tests.waiting import wait_for
 
 LIMITS = Limits(workers=1, timeout_s=20, memory_mb=256)

@@ -79,7 +79,7 @@ def test_rebuilding_in_another_order_and_hash_seed_writes_byte_identical_files(t
     second = layout_at(tmp_path / "b")
     script = (
         "import sys; from pathlib import Path; "
-        "from tests.unit.backends.keyword.test_retrieval_keyword import CHUNKS, layout_at; "
+        "from tests.unit.backends.keyword.test_bm25 import CHUNKS, layout_at; "
         "from indexfoundry.backends.keyword.bm25 import build_keyword_index; "
         "build_keyword_index(layout_at(Path(sys.argv[1])), list(reversed(list(CHUNKS.values()))))"
     )
