@@ -167,3 +167,10 @@ def test_a_key_is_read_from_its_variable_and_a_missing_required_one_names_the_va
 
 def test_a_backend_without_a_key_redacts_nothing():
     assert KeyedBackend()._redact("plain text") == "plain text"
+
+
+def test_retry_after_reads_seconds_milliseconds_and_dates():
+    assert retry_after({"retry-after": "2"}) == 2.0
+    assert retry_after({"retry-after-ms": "250"}) == 0.25
+    assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert retry_after({}) is None

@@ -150,3 +150,24 @@ def test_the_folders_runs_share_are_hidden_names_that_are_never_run_ids(tmp_path
         assert folder.parent == tmp_path and folder.name.startswith(".") and not is_run_id(folder.name)
     assert server_pid_file(tmp_path, 8123).parent == servers_dir(tmp_path)
     assert server_pid_file(tmp_path, 8123) != server_pid_file(tmp_path, 8124)
+
+
+def test_a_unique_run_id_prefix_names_that_run_and_an_ambiguous_one_lists_its_matches(tmp_path: Path):
+    runs = tmp_path / "runs"
+    a, b, c = (
+        "01a230de-0000-7000-8000-000000000001",
+        "01a230de-0000-7000-8000-000000000002",
+        "01a230df-0000-7000-8000-000000000003",
+    )
+    for run_id in (a, b, c):
+        _run(runs, run_id)
+    assert RunLayout.existing(runs, "01a230df").run_id == c
+    assert RunLayout.existing(runs, a).run_id == a
+    with pytest.raises(ConfigInvalid) as ambiguous:
+        RunLayout.existing(runs, "01a230de")
+    assert ambiguous.value.details["matches"] == [a, b]
+    assert a in ambiguous.value.message and b in ambiguous.value.message
+    with pytest.raises(RunNotFound):
+        RunLayout.existing(runs, "ffff")
+    with pytest.raises(RunNotFound):
+        RunLayout.existing(runs, "01a")  # too short to be a prefix: not a run id

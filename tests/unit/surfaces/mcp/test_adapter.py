@@ -13,13 +13,15 @@ import pytest
 from mcp.client import Client
 from pydantic import Field
 
+from indexfoundry import api
 from indexfoundry.app.agent import tools as agent_tools
 from indexfoundry.app.tools import registry
 from indexfoundry.app.tools.registry import ToolAnnotations, ToolSpec
-from indexfoundry.errors import ParseError
+from indexfoundry.errors import IndexFoundryError, ParseError
 from indexfoundry.models.base import Strict
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.mcp import ServerOptions, create_server
+from indexfoundry.surfaces.mcp.adapter import Exposed, Runner
 
 RUN = "01900000-0000-7000-8000-000000000002"
 
@@ -146,3 +148,19 @@ def test_failures_come_back_in_the_seed_tool_error_shape(server, arguments: dict
     assert body["error"]["suggestion"]
     assert body["content"][0]["text"].startswith(code)
     assert "secret internal detail" not in str(body) and "Traceback" not in str(body)
+
+
+def code_of(call) -> str:
+    with pytest.raises(IndexFoundryError) as info:
+        call()
+    return info.value.code
+
+
+def test_a_malformed_run_id_is_run_not_found_before_the_schema_is_asked(tmp_path: Path):
+    specs = api.agent_tool_specs(api.AgentScope(api.Roots([tmp_path])))
+    spec = specs["indexfoundry_normalize_chunk"]
+    tool = Exposed(spec.name, spec.description, spec.input_model, spec.func, False, False, True, False)
+    runner = Runner()
+    for arguments in ({"run_id": "nope"}, {"run_id": "../" + RUN, "input_paths": []}):
+        assert code_of(lambda a=arguments: runner.prepare(tool, a)) == "RUN_NOT_FOUND"
+    assert code_of(lambda: runner.prepare(tool, {"run_id": RUN, "input_paths": [], "bogus": 1})) == "CONFIG_INVALID"

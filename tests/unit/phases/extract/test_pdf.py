@@ -16,8 +16,6 @@ from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.extract import ExtractedText, ExtractOptions, extract_bytes
 from indexfoundry.phases.extract.pdf import PAGE_SEPARATOR
 
-pytestmark = pytest.mark.corpora
-
 
 def _extract(path: Path, options: ExtractOptions | None = None, **extract: Any) -> ExtractedText:
     config = PipelineConfig.model_validate(
@@ -216,27 +214,3 @@ def test_bytes_that_are_not_a_pdf_are_a_parse_error(tmp_path: Path):
 
 def test_a_page_range_outside_the_document_is_invalid(corpora: Path):
     assert _code(corpora / "pdf" / "edge" / "simple1.pdf", ExtractOptions(page_range=(5, 6))) == "CONFIG_INVALID"
-
-
-def test_missing_tesseract_is_ocr_failed_with_the_install_hint(corpora: Path, monkeypatch: pytest.MonkeyPatch):
-    import pytesseract
-
-    from indexfoundry.phases.extract import ocr
-
-    monkeypatch.setattr(pytesseract.pytesseract, "tesseract_cmd", "/nonexistent/tesseract")
-    ocr.tesseract_version.cache_clear()
-    try:
-        with pytest.raises(IndexFoundryError) as caught:
-            _extract(corpora / "pdf" / "scanned" / "linn.pdf", pdf_mode="ocr")
-        assert caught.value.code == "OCR_FAILED"
-        assert caught.value.suggestion is not None and "tesseract-ocr" in caught.value.suggestion
-        # With automatic fallback, a scan that needs OCR fails the same way.
-        with pytest.raises(IndexFoundryError) as fallback:
-            _extract(corpora / "pdf" / "scanned" / "linn.pdf", ocr_fallback=True)
-        assert fallback.value.code == "OCR_FAILED"
-    finally:
-        ocr.tesseract_version.cache_clear()
-
-
-def test_a_missing_ocr_language_is_ocr_failed(corpora: Path):
-    assert _code(corpora / "pdf" / "scanned" / "linn.pdf", pdf_mode="ocr", ocr_language="xyz") == "OCR_FAILED"

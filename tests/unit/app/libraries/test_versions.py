@@ -1,10 +1,10 @@
-"""Library versions: flag parsing and version queries (exact, latest, wildcards, ranges)."""
+"""Library versions: version queries (exact, latest, wildcards, ranges) pick the highest match."""
 
 from __future__ import annotations
 
 import pytest
 
-from indexfoundry.app.libraries import parse_library_flag, pick_version
+from indexfoundry.app.libraries import pick_version
 from indexfoundry.errors import IndexFoundryError
 
 VERSIONS = ["17.0.2", "18.2.0", "18.3.1", "19.0.0rc1", "nightly"]
@@ -37,12 +37,3 @@ def test_a_query_that_is_neither_a_version_nor_a_range_is_config_invalid():
     with pytest.raises(IndexFoundryError) as caught:
         pick_version(VERSIONS, ">=banana")
     assert caught.value.code == "CONFIG_INVALID"
-
-
-def test_library_flags_split_name_version_and_target_even_for_scoped_names():
-    entry = parse_library_flag("@types/node@20.1=./node.yaml")
-    assert (entry.name, entry.version, entry.source) == ("@types/node", "20.1", "./node.yaml")
-    for bad in ("react=./x.yaml", "react@18.3", "@18=./x", "react@=./x", "re act@1=./x"):
-        with pytest.raises(IndexFoundryError) as caught:
-            parse_library_flag(bad)
-        assert caught.value.code == "CONFIG_INVALID"

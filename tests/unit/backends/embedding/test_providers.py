@@ -1,4 +1,4 @@
-"""Embedder resolution, model ids and retry helpers (no network, no model)."""
+"""Embedder resolution, model ids, the hash embedder's vectors and torch's thread count (no network, no model)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from indexfoundry.backends.embedding.providers import (
     HashEmbedder,
     OpenAIEmbedder,
     api_model_id,
+    configure_torch_threads,
     resolve_embedder,
 )
-from indexfoundry.backends.remote_api import retry_after
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import IndexConfig
 
@@ -45,13 +45,6 @@ def test_local_models_refuse_other_dimensions():
     assert info.value.code == "CONFIG_INVALID"
 
 
-def test_retry_after_reads_seconds_milliseconds_and_dates():
-    assert retry_after({"retry-after": "2"}) == 2.0
-    assert retry_after({"retry-after-ms": "250"}) == 0.25
-    assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
-    assert retry_after({}) is None
-
-
 def test_hash_vectors_do_not_depend_on_batch_composition():
     embedder = HashEmbedder(64)
     alone = embedder.embed(["alpha beta"])[0]
@@ -70,3 +63,15 @@ def test_hash_vectors_keep_their_bytes_from_the_word_by_word_implementation():
         "8a33f2579fbae053fc9e24333f6544938d0b3dd9b9d98df6f2fbe4aed4f29474",
         "74af4352cccc2c2b3dfb86a54259e8a4937f638f6a2469aa30b8f79d94d030a5",
     ]
+
+
+def test_torch_threads_follow_the_embed_thread_setting(monkeypatch: pytest.MonkeyPatch):
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("INDEXFOUNDRY_EMBED_THREADS", "1")
+        assert configure_torch_threads() == 1 and torch.get_num_threads() == 1
+        monkeypatch.delenv("INDEXFOUNDRY_EMBED_THREADS")
+        assert 1 <= configure_torch_threads() <= 4
+    finally:
+        torch.set_num_threads(before)

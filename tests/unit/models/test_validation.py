@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from indexfoundry.errors import ConfigInvalid, RunNotFound
+from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config import parse_pipeline_config
-from indexfoundry.storage.layout import RunLayout
 
 
 def _problems(raw: dict) -> tuple[ConfigInvalid, list[dict]]:
@@ -53,29 +50,3 @@ def test_an_unknown_source_type_lists_the_types():
     _, problems = _problems({"connect": {"sources": [{"type": "foldr", "path": "d"}]}})
     assert problems[0]["path"] == "connect.sources[0]"
     assert "did you mean 'folder'?" in problems[0]["message"]
-
-
-def _run(runs: Path, run_id: str) -> None:
-    (runs / run_id).mkdir(parents=True)
-    (runs / run_id / "manifest.json").write_text("{}")
-
-
-def test_a_unique_run_id_prefix_names_that_run_and_an_ambiguous_one_lists_its_matches(tmp_path: Path):
-    runs = tmp_path / "runs"
-    a, b, c = (
-        "01a230de-0000-7000-8000-000000000001",
-        "01a230de-0000-7000-8000-000000000002",
-        "01a230df-0000-7000-8000-000000000003",
-    )
-    for run_id in (a, b, c):
-        _run(runs, run_id)
-    assert RunLayout.existing(runs, "01a230df").run_id == c
-    assert RunLayout.existing(runs, a).run_id == a
-    with pytest.raises(ConfigInvalid) as ambiguous:
-        RunLayout.existing(runs, "01a230de")
-    assert ambiguous.value.details["matches"] == [a, b]
-    assert a in ambiguous.value.message and b in ambiguous.value.message
-    with pytest.raises(RunNotFound):
-        RunLayout.existing(runs, "ffff")
-    with pytest.raises(RunNotFound):
-        RunLayout.existing(runs, "01a")  # too short to be a prefix: not a run id

@@ -25,9 +25,6 @@ from indexfoundry.backends.embedding.devices import (
     torch_device,
 )
 from indexfoundry.backends.embedding.providers import HashEmbedder
-from indexfoundry.phases.executor import LocalExecutor
-from indexfoundry.phases.index.embedding import cache_model_key
-from indexfoundry.phases.index.workers import EmbedBatch, EmbedOnWorker
 
 ONNX_CUDA = [CUDA_PROVIDER, "CPUExecutionProvider"]
 ONNX_CPU = ["AzureExecutionProvider", "CPUExecutionProvider"]
@@ -107,17 +104,3 @@ def test_onnx_runtime_falling_back_to_the_cpu_is_reported_as_the_cpu(tmp_path: P
     actual = actual_onnx_device(session, wanted)
     assert actual.kind == "cpu" and "did not take" in actual.reason
     assert actual_onnx_device(session, CPU) == CPU
-
-
-def test_gpu_vectors_are_cached_apart_from_cpu_vectors():
-    assert cache_model_key("local:m", "cpu") == "local:m"
-    assert cache_model_key("local:m", "cuda") == "local:m|cuda"
-    assert LocalExecutor().embedding_device(HashEmbedder(8)) == "cpu"
-
-
-def test_the_worker_function_embeds_on_the_device_it_was_placed_on():
-    work = EmbedOnWorker(HashEmbedder(8))
-    batch = EmbedBatch(1, 1, ["alpha beta", "gamma"])
-    placed = work.placed(CPU)
-    assert placed.device == CPU
-    assert (placed(batch) == work(batch)).all()
