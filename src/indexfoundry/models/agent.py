@@ -47,6 +47,7 @@ from indexfoundry.models.config import (
     VectorDbConfig,
 )
 from indexfoundry.models.connections import ConnectionName
+from indexfoundry.models.embedders import BuiltinModel
 from indexfoundry.models.ids import RunId, RunRef
 from indexfoundry.models.retrieval import AllowedFilter, HybridConfig, RerankerConfig, RetrievalConfig, SearchMode
 from indexfoundry.models.values import canonical_url
@@ -66,7 +67,6 @@ def url_or_root_path(value: str) -> str:
 
 
 SourceUrl = Annotated[str, AfterValidator(_source_url)]
-BuiltinModel = Literal["local", "local-int8", "hash"]
 EmbeddedStore = Literal["chroma", "local"]
 
 

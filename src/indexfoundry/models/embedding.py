@@ -1,9 +1,10 @@
 """The embedding-model spec: what ``index.embedding_model`` (or a manifest's model id) names.
 
 One parser, ``parse_embedding_model``, turns the string into a typed spec (a pydantic
-discriminated union on ``provider``); the embedders (``backends/embedding/providers.py``), the
-checks made before a run (``pipeline/preflight.py``), the index tools and the CLI all read that
-spec instead of splitting the string themselves.
+discriminated union on ``provider``, one variant per entry of ``EMBEDDERS`` in
+``models/embedders.py``); the embedders (``backends/embedding/``), the checks made before a run
+(``pipeline/preflight.py``), the index tools and the CLI all read that spec instead of
+splitting the string themselves.
 
 Accepted: ``local`` | ``local-int8`` | ``hash`` | ``hash:<dims>`` |
 ``sentence-transformers:<name or path>`` | ``openai:<model>`` | ``cohere:<model>``. A model id
@@ -19,11 +20,11 @@ from pydantic import Field, TypeAdapter
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.base import Strict
+from indexfoundry.models.embedders import EMBEDDERS, PLAIN_MODELS
 from indexfoundry.models.validation import did_you_mean
 
-# Names without a provider prefix, and the providers of 'provider:model'.
-PLAIN_MODELS: tuple[str, ...] = ("local", "local-int8", "hash")
-PROVIDERS: tuple[str, ...] = ("local", "local-int8", "hash", "sentence-transformers", "openai", "cohere")
+# The providers of 'provider:model' (each described by its entry in ``models/embedders.py``).
+PROVIDERS: tuple[str, ...] = tuple(EMBEDDERS)
 DEFAULT_HASH_DIMENSIONS = 384
 
 
@@ -85,20 +86,22 @@ def parse_embedding_model(text: str, what: str = "index.embedding_model") -> Emb
     """The typed spec of an embedding-model string; CONFIG_INVALID (with did-you-mean) otherwise."""
     name = text.split(";", 1)[0].strip()
     provider, sep, model = name.partition(":")
-    if provider in ("local", "local-int8"):
-        pinned = text if sep else None
-        return LocalModel(pinned=pinned) if provider == "local" else LocalInt8Model(pinned=pinned)
-    if provider == "hash":
+    entry = EMBEDDERS.get(provider)
+    if entry is not None and entry.naming == "plain":
+        return _ADAPTER.validate_python({"provider": provider, "pinned": text if sep else None})
+    if entry is not None and entry.naming == "dims":
         if not sep:
-            return HashModel()
+            return _ADAPTER.validate_python({"provider": provider})
         if not model.isdigit() or int(model) < 1:
-            raise ConfigInvalid(f"{what} '{text}': use hash or hash:<dims>", suggestion="e.g. hash:384")
-        return HashModel(dimensions=int(model))
+            raise ConfigInvalid(
+                f"{what} '{text}': use {provider} or {provider}:<dims>", suggestion=f"e.g. {provider}:384"
+            )
+        return _ADAPTER.validate_python({"provider": provider, "dimensions": int(model)})
     if not sep:
         raise ConfigInvalid(
             f"unknown {what} '{text}'{did_you_mean(provider, list(PLAIN_MODELS))}", suggestion=_SUGGESTION
         )
-    if provider not in PROVIDERS:
+    if entry is None:
         raise ConfigInvalid(
             f"unknown embedding provider '{provider}' in {what} '{text}'{did_you_mean(provider, list(PROVIDERS))}",
             suggestion=_SUGGESTION,

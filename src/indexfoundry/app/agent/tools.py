@@ -50,6 +50,7 @@ from indexfoundry.app.tools.runs import PipelineRunInput
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.agent import AgentPipelineRun
 from indexfoundry.models.config import IndexConfig, VectorDbConfig
+from indexfoundry.models.embedders import EMBEDDERS
 from indexfoundry.models.embedding import DEFAULT_HASH_DIMENSIONS
 from indexfoundry.models.serve import ServeStartInput
 from indexfoundry.models.validation import validation_error
@@ -124,8 +125,9 @@ def index_embed(payload: AgentIndexEmbed, *, scope: AgentScope, operator: Operat
     if model.connection is not None:
         keys = scope.connections.get("embeddings", model.connection, "model.connection").index_keys()
         config = _operator(IndexConfig, {**keys, **common}, "indexfoundry_index_embed")
-    elif model.builtin == "hash":
-        config = IndexConfig(embedding_model=f"hash:{model.dimensions or DEFAULT_HASH_DIMENSIONS}", **common)
+    elif EMBEDDERS[str(model.builtin)].naming == "dims":
+        dims = model.dimensions or DEFAULT_HASH_DIMENSIONS
+        config = IndexConfig(embedding_model=f"{model.builtin}:{dims}", **common)
     else:
         config = IndexConfig(embedding_model=str(model.builtin), **common)
     key = sha256_json(payload.model_dump(mode="json"))

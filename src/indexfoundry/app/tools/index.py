@@ -20,7 +20,8 @@ from indexfoundry.errors import ConfigInvalid, NotFound
 from indexfoundry.models.artifacts import UpsertStats as UpsertStatsFile
 from indexfoundry.models.base import Strict, config_field
 from indexfoundry.models.config import IndexConfig, RetryConfig, VectorDbConfig, VectorProvider
-from indexfoundry.models.embedding import DEFAULT_HASH_DIMENSIONS, HashModel, parse_embedding_model, spec_string
+from indexfoundry.models.embedders import ToolProvider, tool_entries
+from indexfoundry.models.embedding import DEFAULT_HASH_DIMENSIONS, parse_embedding_model, spec_string
 from indexfoundry.models.ids import RunId
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
 from indexfoundry.pipeline.session import RunSession
@@ -38,9 +39,7 @@ _DEFAULT_METADATA_FIELDS = ["source.uri", "source.type", "metadata.language", "p
 class EmbedModel(Strict):
     """Which model embeds the chunks."""
 
-    provider: Literal["openai", "cohere", "sentence-transformers", "local", "hash"] = Field(
-        description="Embedding provider ('hash' is a deterministic test embedder)"
-    )
+    provider: ToolProvider = Field(description="Embedding provider ('hash' is a deterministic test embedder)")
     model_name: str = Field(
         description=(
             "Model identifier, e.g. 'text-embedding-3-small'; for local: 'all-MiniLM-L6-v2' or "
@@ -171,18 +170,20 @@ def _file(layout: RunLayout, relative: str, hint: str) -> Path:
 
 def model_spec(model: EmbedModel) -> str:
     """The ``index.embedding_model`` string for a tool's model object."""
-    if model.provider == "local":
+    entries = tool_entries(model.provider)
+    packaged = [entry for entry in entries if entry.tool_models]
+    if packaged:
         name = model.model_name.rsplit("/", 1)[-1].lower()
-        if name in ("all-minilm-l6-v2-int8", "local-int8", "int8"):
-            return "local-int8"
-        if name in ("all-minilm-l6-v2", "local"):
-            return "local"
+        for entry in packaged:
+            if name in (alias.lower() for alias in entry.tool_models):
+                return entry.name
+        names = " or ".join(entry.tool_models[0] for entry in packaged)
         raise ConfigInvalid(
-            f"unknown local model '{model.model_name}'",
-            suggestion="Use all-MiniLM-L6-v2 or all-MiniLM-L6-v2-int8 (or provider sentence-transformers)",
+            f"unknown {model.provider} model '{model.model_name}'",
+            suggestion=f"Use {names} (or provider sentence-transformers)",
         )
-    if model.provider == "hash":
-        return spec_string(HashModel(dimensions=model.dimensions or DEFAULT_HASH_DIMENSIONS))
+    if entries[0].naming == "dims":
+        return spec_string(parse_embedding_model(f"{model.provider}:{model.dimensions or DEFAULT_HASH_DIMENSIONS}"))
     return spec_string(parse_embedding_model(f"{model.provider}:{model.model_name}", "model"))
 
 
@@ -213,7 +214,7 @@ def index_embed(
         embedding_model=model_spec(payload.model),
         batch_size=payload.batch_size,
         normalize_vectors=payload.normalize_vectors,
-        dimensions=payload.model.dimensions if payload.model.provider != "hash" else None,
+        dimensions=None if tool_entries(payload.model.provider)[0].naming == "dims" else payload.model.dimensions,
         api_key_env=payload.model.api_key_env,
         base_url=payload.model.base_url,
         retry_config=payload.retry_config or RetryConfig(),

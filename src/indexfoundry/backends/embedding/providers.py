@@ -23,6 +23,7 @@ environment variable the config names, only when a request is made, and never lo
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import re
 import threading
@@ -46,8 +47,10 @@ from indexfoundry.backends.remote_api import (
 )
 from indexfoundry.errors import ConfigInvalid, EmbedError, missing_extra
 from indexfoundry.models.config import IndexConfig, RetryConfig
+from indexfoundry.models.embedders import EMBEDDERS
 from indexfoundry.models.embedding import (
     DEFAULT_HASH_DIMENSIONS,
+    CohereModel,
     HashModel,
     LocalInt8Model,
     LocalModel,
@@ -508,6 +511,65 @@ class CohereEmbedder(_ApiEmbedder):
         return self._embed(texts, "search_query")
 
 
+# ---------------------------------------------------------------- opening, one function per provider
+# Each entry of ``models/embedders.py`` names its function: ``opener(spec, config, warn)``.
+def _api_settings(config: IndexConfig) -> dict[str, Any]:
+    return {
+        "base_url": config.base_url,
+        "api_key_env": config.api_key_env,
+        "dimensions": config.dimensions,
+        "retry": config.retry_config,
+        "timeout_ms": config.timeout_ms,
+    }
+
+
+def _packaged_dimensions(what: str, config: IndexConfig) -> None:
+    dims = config.dimensions
+    if dims not in (None, LOCAL_MODEL_DIMENSIONS):
+        raise ConfigInvalid(
+            f"{what} has {LOCAL_MODEL_DIMENSIONS} dimensions; index.dimensions={dims} is not supported",
+            suggestion="Remove index.dimensions",
+        )
+
+
+def open_local(spec: LocalModel, config: IndexConfig, warn: Callable[[str], None] | None) -> Embedder:
+    """The packaged model in fp32 (``local``), pinned to a run's backend when ``spec`` is."""
+    _packaged_dimensions("the local model", config)
+    return local_embedder(spec.pinned, warn)
+
+
+def open_local_int8(spec: LocalInt8Model, config: IndexConfig, warn: Callable[[str], None] | None) -> Embedder:
+    """The packaged model quantized to int8 (``local-int8``)."""
+    _packaged_dimensions("local-int8", config)
+    from indexfoundry.backends.embedding.onnx_int8 import Int8Embedder
+
+    return Int8Embedder()
+
+
+def open_hash(spec: HashModel, config: IndexConfig, warn: Callable[[str], None] | None) -> Embedder:
+    """Feature hashing at the spec's dimensions, else the config's, else the default."""
+    return HashEmbedder(spec.dimensions or config.dimensions or DEFAULT_HASH_DIMENSIONS)
+
+
+def open_sentence_transformers(
+    spec: SentenceTransformersModel, config: IndexConfig, warn: Callable[[str], None] | None
+) -> Embedder:
+    """A sentence-transformers model by name or folder, truncated to ``index.dimensions``."""
+    dims = config.dimensions
+    model_id = f"sentence-transformers:{spec.model}" + (f";dims={dims}" if dims else "")
+    return SentenceTransformerEmbedder(spec.model, model_id, dimensions=dims)
+
+
+def open_openai(spec: OpenAIModel, config: IndexConfig, warn: Callable[[str], None] | None) -> Embedder:
+    """An OpenAI (or OpenAI-compatible) embedding model."""
+    return OpenAIEmbedder(spec.model, **_api_settings(config))
+
+
+def open_cohere(spec: CohereModel, config: IndexConfig, warn: Callable[[str], None] | None) -> Embedder:
+    """A Cohere embedding model."""
+    return CohereEmbedder(spec.model, **_api_settings(config))
+
+
 # ---------------------------------------------------------------- resolution
 def resolve_embedder(
     spec: str, config: IndexConfig | None = None, warn: Callable[[str], None] | None = None
@@ -515,40 +577,12 @@ def resolve_embedder(
     """Build the embedder that ``index.embedding_model`` (or a manifest's model id) names.
 
     ``local`` | ``local-int8`` | ``hash`` | ``hash:<dims>`` | ``sentence-transformers:<name or path>``
-    | ``openai:<model>`` | ``cohere:<model>``. ``warn`` hears about a fallback (``local`` without
-    ONNX Runtime).
+    | ``openai:<model>`` | ``cohere:<model>``: the provider's entry in ``models/embedders.py``
+    names the function that opens it. ``warn`` hears about a fallback (``local`` without ONNX
+    Runtime).
     """
-    cfg = config or IndexConfig()
-    dims = cfg.dimensions
     parsed = parse_embedding_model(spec)
-    if isinstance(parsed, LocalModel):
-        if dims not in (None, LOCAL_MODEL_DIMENSIONS):
-            raise ConfigInvalid(
-                f"the local model has {LOCAL_MODEL_DIMENSIONS} dimensions; index.dimensions={dims} is not supported",
-                suggestion="Remove index.dimensions",
-            )
-        return local_embedder(parsed.pinned, warn)
-    if isinstance(parsed, LocalInt8Model):
-        if dims not in (None, LOCAL_MODEL_DIMENSIONS):
-            raise ConfigInvalid(
-                f"local-int8 has {LOCAL_MODEL_DIMENSIONS} dimensions; index.dimensions={dims} is not supported",
-                suggestion="Remove index.dimensions",
-            )
-        from indexfoundry.backends.embedding.onnx_int8 import Int8Embedder
-
-        return Int8Embedder()
-    if isinstance(parsed, HashModel):
-        return HashEmbedder(parsed.dimensions or dims or DEFAULT_HASH_DIMENSIONS)
-    common: dict[str, Any] = {
-        "base_url": cfg.base_url,
-        "api_key_env": cfg.api_key_env,
-        "dimensions": dims,
-        "retry": cfg.retry_config,
-        "timeout_ms": cfg.timeout_ms,
-    }
-    if isinstance(parsed, SentenceTransformersModel):
-        model_id = f"sentence-transformers:{parsed.model}" + (f";dims={dims}" if dims else "")
-        return SentenceTransformerEmbedder(parsed.model, model_id, dimensions=dims)
-    if isinstance(parsed, OpenAIModel):
-        return OpenAIEmbedder(parsed.model, **common)
-    return CohereEmbedder(parsed.model, **common)
+    entry = EMBEDDERS[parsed.provider]
+    opener = getattr(importlib.import_module(entry.module_name), entry.opener_name)
+    embedder: Embedder = opener(parsed, config or IndexConfig(), warn)
+    return embedder

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from indexfoundry.errors import ConfigInvalid
-from indexfoundry.models.embedding import LocalInt8Model, LocalModel, parse_embedding_model
+from indexfoundry.models.embedders import EMBEDDERS
+from indexfoundry.models.embedding import parse_embedding_model
 from indexfoundry.storage.memo import Memo, memos_enabled
 
 # all-MiniLM-L6-v2 (the ``local`` and ``local-int8`` models) reads 256 tokens.
@@ -38,7 +39,8 @@ def model_window(embedding_model: str) -> int | None:
         spec = parse_embedding_model(embedding_model)
     except ConfigInvalid:
         return None
-    return LOCAL_WINDOW if isinstance(spec, LocalModel | LocalInt8Model) else None
+    # The packaged weights are all-MiniLM-L6-v2 (``local``, ``local-int8``).
+    return LOCAL_WINDOW if EMBEDDERS[spec.provider].weights is not None else None
 
 
 def window_id(chunk_id: str, number: int) -> str:

@@ -27,15 +27,18 @@ def _run(run_id: str, runs_dir: Path | None) -> tuple[Path, str, PipelineConfig]
 
 def _model_from_spec(spec: str, dimensions: int | None, api_key_env: str, base_url: str | None) -> dict[str, Any]:
     """``index.embedding_model`` → the tool's ``model`` object."""
-    from indexfoundry.models.embedding import HashModel, LocalInt8Model, LocalModel, parse_embedding_model
+    from indexfoundry.models.embedders import EMBEDDERS
+    from indexfoundry.models.embedding import DEFAULT_HASH_DIMENSIONS, parse_embedding_model
 
     parsed = parse_embedding_model(spec, "--model")
-    if isinstance(parsed, LocalModel | LocalInt8Model):
-        name = "all-MiniLM-L6-v2-int8" if isinstance(parsed, LocalInt8Model) else "all-MiniLM-L6-v2"
-        return {"provider": "local", "model_name": name}
-    if isinstance(parsed, HashModel):
-        return {"provider": "hash", "model_name": "hash", "dimensions": parsed.dimensions or dimensions or 384}
-    out: dict[str, Any] = {"provider": parsed.provider, "model_name": parsed.model, "api_key_env": api_key_env}
+    entry = EMBEDDERS[parsed.provider]
+    if entry.tool_models:
+        return {"provider": entry.tool_name, "model_name": entry.tool_models[0]}
+    if entry.naming == "dims":
+        dims = getattr(parsed, "dimensions", None) or dimensions or DEFAULT_HASH_DIMENSIONS
+        return {"provider": entry.tool_name, "model_name": entry.name, "dimensions": dims}
+    model = getattr(parsed, "model", "")
+    out: dict[str, Any] = {"provider": entry.tool_name, "model_name": model, "api_key_env": api_key_env}
     if dimensions:
         out["dimensions"] = dimensions
     if base_url:
