@@ -21,7 +21,7 @@ from mcp_types import CallToolResult
 
 from tests.waiting import wait_for
 
-SEED_TOOLS = (
+CATALOGUE_TOOLS = (
     "indexfoundry_connect_url",
     "indexfoundry_connect_sitemap",
     "indexfoundry_connect_folder",

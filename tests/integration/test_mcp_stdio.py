@@ -15,8 +15,8 @@ from indexfoundry.app.tools.registry import load_tools
 from indexfoundry.storage.layout import RunLayout
 from tests.conftest import SAMPLE_DOCS, folder_config
 from tests.integration.mcp_support import (
+    CATALOGUE_TOOLS,
     RETRIEVAL_TOOLS,
-    SEED_TOOLS,
     error_code,
     read_json,
     server_command,
@@ -62,14 +62,14 @@ def test_stdio_server_lists_every_registered_tool_with_valid_strict_schemas(tmp_
         assert tools[name].annotations.destructive_hint is False
 
 
-def test_every_seed_tool_is_exposed(tmp_path: Path, runs_dir: Path):
+def test_every_catalogue_tool_is_exposed(tmp_path: Path, runs_dir: Path):
     async def main() -> set[str]:
         async with stdio_session("--runs-dir", str(runs_dir), cwd=tmp_path) as session:
             return {tool.name for tool in (await session.list_tools()).tools}
 
     names = anyio.run(main)
-    missing = [name for name in SEED_TOOLS if name not in names]
-    assert not missing, f"seed tools not registered yet: {missing}"
+    missing = [name for name in CATALOGUE_TOOLS if name not in names]
+    assert not missing, f"catalogue tools not registered: {missing}"
 
 
 @pytest.mark.slow

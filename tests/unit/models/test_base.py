@@ -65,7 +65,7 @@ def test_a_value_the_config_refuses_is_refused_by_the_tool_too():
     )
 
 
-def test_config_field_keeps_the_seed_description_and_refuses_unknown_attributes():
+def test_config_field_keeps_the_field_description_and_refuses_unknown_attributes():
     class Probe(Strict):
         overlap: int = config_field(NormalizeConfig, "overlap_chars", description="the tool's own words")
 

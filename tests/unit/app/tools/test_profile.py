@@ -22,7 +22,7 @@ def test_the_tool_is_registered_with_truthful_annotations_and_a_strict_schema():
     assert set(schema["required"]) == {"run_id", "retrieval_config"}
 
 
-def test_seed_defaults_offer_hybrid_with_rrf_and_no_filters():
+def test_defaults_offer_hybrid_with_rrf_and_no_filters():
     profile = build_profile(BuildProfileInput.model_validate({"run_id": RUN_ID, "retrieval_config": {}}))
     assert profile.retrieval_config.search_modes == ["hybrid"]
     assert profile.retrieval_config.default_top_k == 10

@@ -138,7 +138,7 @@ def test_a_registered_tool_outside_the_agent_catalogue_is_not_exposed(
         ({"run_id": RUN, "fail": "crash"}, "INTERNAL_ERROR"),
     ],
 )
-def test_failures_come_back_in_the_seed_tool_error_shape(server, arguments: dict[str, Any], code: str):
+def test_failures_come_back_in_the_tool_error_shape(server, arguments: dict[str, Any], code: str):
     _, result = _call(server, arguments)
     assert result.is_error
     body = result.structured_content
