@@ -26,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from indexfoundry.backends.embedding.base import l2_normalize
+from indexfoundry.backends.embedding.local import local_st_embedder
 from indexfoundry.backends.embedding.onnx_fp32 import OnnxEmbedder, default_threads
-from indexfoundry.backends.embedding.providers import l2_normalize, local_st_embedder
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "markdown"
 

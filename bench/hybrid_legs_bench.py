@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search_bench import write_docs
 
 from indexfoundry import api
-from indexfoundry.backends.embedding.providers import embed_queries
+from indexfoundry.backends.embedding.base import embed_queries
 from indexfoundry.models.retrieval import SearchRequest
 from indexfoundry.retrieval.fusion import fuse
 from indexfoundry.retrieval.service import open_service

@@ -64,7 +64,7 @@ def main() -> None:
             "index": {"embedding_model": args.model},
         }
         if args.model == "local":
-            from indexfoundry.backends.embedding.providers import local_embedder
+            from indexfoundry.backends.embedding.local import local_embedder
 
             local_embedder().embed(["warm up"])  # load the model before timing
         runs = root / "runs"

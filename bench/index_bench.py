@@ -97,7 +97,8 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run_one(provider: str, size: int, queries: int) -> dict[str, Any]:
-    from indexfoundry.backends.embedding.providers import HashEmbedder, l2_normalize
+    from indexfoundry.backends.embedding.base import l2_normalize
+    from indexfoundry.backends.embedding.hashing import HashEmbedder
     from indexfoundry.backends.stores import open_store
     from indexfoundry.models.config import IndexConfig, VectorDbConfig
     from indexfoundry.phases.index import Embedded, upsert_chunks

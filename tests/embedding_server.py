@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from indexfoundry.backends.embedding.providers import hash_embed
+from indexfoundry.backends.embedding.hashing import hash_embed
 
 
 @dataclass

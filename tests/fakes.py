@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from indexfoundry.backends.embedding.providers import HashEmbedder, Vectors
+from indexfoundry.backends.embedding.base import Vectors
+from indexfoundry.backends.embedding.hashing import HashEmbedder
 
 
 class RecordingEmbedder(HashEmbedder):

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from indexfoundry.backends.embedding.providers import hash_embed
+from indexfoundry.backends.embedding.hashing import hash_embed
 
 # Every secret the server's environment holds in these tests, by variable name.
 CANARIES: dict[str, str] = {

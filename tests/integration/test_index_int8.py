@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexfoundry.backends.embedding.providers import l2_normalize, local_embedder
+from indexfoundry.backends.embedding.base import l2_normalize
+from indexfoundry.backends.embedding.local import local_embedder
 from indexfoundry.storage.hashing import sha256_file
 
 pytestmark = pytest.mark.model

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from indexfoundry import api
-from indexfoundry.backends.embedding.providers import OpenAIEmbedder, hash_embed, l2_normalize, resolve_embedder
+from indexfoundry.backends.embedding.base import l2_normalize
+from indexfoundry.backends.embedding.hashing import hash_embed
+from indexfoundry.backends.embedding.providers import resolve_embedder
+from indexfoundry.backends.embedding.remote import OpenAIEmbedder
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import IndexConfig, RetryConfig
 from indexfoundry.phases.index import decode_vector
@@ -168,7 +171,7 @@ def test_cohere_provider_embeds_documents_and_queries_with_their_input_types(tre
     assert {r.body["input_type"] for r in server.requests} == {"search_document"}
     assert all(r.path == "/v2/embed" for r in server.requests)
     assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in server.requests)
-    from indexfoundry.backends.embedding.providers import embed_queries
+    from indexfoundry.backends.embedding.base import embed_queries
 
     embedder = resolve_embedder(
         "cohere:embed-test", IndexConfig(base_url=server.cohere_url, api_key_env="TEST_EMBED_KEY")

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from indexfoundry import api
-from indexfoundry.backends.embedding.providers import HashEmbedder
+from indexfoundry.backends.embedding.hashing import HashEmbedder
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.phases.index import open_run_store
 from indexfoundry.storage.layout import RunLayout

@@ -99,7 +99,7 @@ def test_store_text_off_and_extra_metadata_fields_reach_the_store(tree, runs_dir
     out = api.pipeline_run(folder_config(docs, index={"vector_db": vdb}), runs_dir=runs_dir)
     layout = RunLayout(runs_dir / out.run_id)
     store = open_run_store(layout, load_run_config(layout))
-    from indexfoundry.backends.embedding.providers import HashEmbedder
+    from indexfoundry.backends.embedding.hashing import HashEmbedder
 
     hits = store.query(HashEmbedder().embed(["theme colours"])[0], 3, {"metadata.custom.tags": {"$eq": "ui"}})
     assert hits and all(h.text is None and h.metadata["metadata.custom.tags"] == "ui" for h in hits)

@@ -9,7 +9,7 @@ import pytest
 
 from indexfoundry import api
 from indexfoundry.backends.embedding import providers as embedders
-from indexfoundry.backends.embedding.providers import LOCAL_MODEL_DIMENSIONS, local_embedder
+from indexfoundry.backends.embedding.local import LOCAL_MODEL_DIMENSIONS, local_embedder
 from indexfoundry.errors import EmbedError
 
 pytestmark = pytest.mark.model

@@ -17,12 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexfoundry.backends.embedding.providers import (
-    embedding_backend,
-    l2_normalize,
-    local_st_embedder,
-    resolve_embedder,
-)
+from indexfoundry.backends.embedding.base import embedding_backend, l2_normalize
+from indexfoundry.backends.embedding.local import local_st_embedder
+from indexfoundry.backends.embedding.providers import resolve_embedder
 
 pytestmark = pytest.mark.model
 

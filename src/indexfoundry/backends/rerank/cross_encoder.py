@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from indexfoundry.backends.embedding.providers import _offline_env
+from indexfoundry.backends.embedding.local import _offline_env
 from indexfoundry.errors import ConfigInvalid, RerankError
 
 _BUCKETS: tuple[int, ...] = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)

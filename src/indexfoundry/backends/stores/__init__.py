@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.embedding.base import Vectors
 from indexfoundry.errors import ConfigInvalid, DbError, IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig
 from indexfoundry.models.stores import STORES, StoreProvider, store_provider

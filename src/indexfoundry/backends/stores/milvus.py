@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.embedding.base import Vectors
 from indexfoundry.backends.stores import (
     Compare,
     Filter,

@@ -37,7 +37,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from indexfoundry.backends.embedding.providers import Vectors
+from indexfoundry.backends.embedding.base import Vectors
 from indexfoundry.backends.stores import (
     Metadata,
     StoreHit,

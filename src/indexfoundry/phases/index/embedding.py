@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from indexfoundry.backends.embedding.base import Embedder, Vectors, l2_normalize
 from indexfoundry.backends.embedding.cache import EmbeddingCache
-from indexfoundry.backends.embedding.providers import Embedder, Vectors, l2_normalize
 from indexfoundry.backends.embedding.windows import local_window_texts, model_window, window_id
 from indexfoundry.models.config import IndexConfig
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexfoundry.backends.embedding.providers import Embedder, embedding_backend, resolve_embedder
+from indexfoundry.backends.embedding.base import Embedder, embedding_backend
+from indexfoundry.backends.embedding.providers import resolve_embedder
 from indexfoundry.backends.stores import provider_of, publish, seed_from_base, takes_concurrent_writers
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.artifacts import UpsertStats
@@ -172,7 +173,7 @@ def _backend_details(embedder: Embedder, executor: Executor) -> dict[str, Any]:
 
 def _model_hash(model_id: str) -> str | None:
     if model_id.startswith(("local:", "local-int8:")):
-        from indexfoundry.backends.embedding.providers import LOCAL_MODEL_SHA256
+        from indexfoundry.backends.embedding.local import LOCAL_MODEL_SHA256
 
         return LOCAL_MODEL_SHA256
     return None

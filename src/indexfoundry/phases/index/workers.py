@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from indexfoundry.backends.embedding.base import Embedder, Vectors
 from indexfoundry.backends.embedding.devices import CPU, Device, place
-from indexfoundry.backends.embedding.providers import Embedder, Vectors
 from indexfoundry.backends.stores import Metadata, VectorStore, open_store
 from indexfoundry.errors import EmbedError, IndexFoundryError
 from indexfoundry.models.config import VectorDbConfig

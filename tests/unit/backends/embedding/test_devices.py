@@ -24,7 +24,7 @@ from indexfoundry.backends.embedding.devices import (
     session_providers,
     torch_device,
 )
-from indexfoundry.backends.embedding.providers import HashEmbedder
+from indexfoundry.backends.embedding.hashing import HashEmbedder
 
 ONNX_CUDA = [CUDA_PROVIDER, "CPUExecutionProvider"]
 ONNX_CPU = ["AzureExecutionProvider", "CPUExecutionProvider"]

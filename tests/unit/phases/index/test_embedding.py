@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from indexfoundry.backends.embedding.providers import HashEmbedder
+from indexfoundry.backends.embedding.hashing import HashEmbedder
 from indexfoundry.phases.executor import LocalExecutor
 from indexfoundry.phases.index.embedding import cache_model_key
 

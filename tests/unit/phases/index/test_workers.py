@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from indexfoundry.backends.embedding.devices import CPU
-from indexfoundry.backends.embedding.providers import HashEmbedder
+from indexfoundry.backends.embedding.hashing import HashEmbedder
 from indexfoundry.phases.index.workers import EmbedBatch, EmbedOnWorker
 
 
