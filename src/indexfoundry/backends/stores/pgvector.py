@@ -39,12 +39,13 @@ A store opened for a run reads that run's table while it exists (a run's search 
 own index), and the published view otherwise. Filters are pushed into the SQL query: ``$eq
 $ne $gt $gte $lt $lte $in $nin $contains`` on metadata keys, ``$and``/``$or``; a missing key
 never matches.
+
+The connection settings are read in ``pgvector_connect.py``, the names, the registry table and
+the filter SQL are in ``pgvector_sql.py``; this module is the store.
 """
 
 from __future__ import annotations
 
-import os
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,115 +54,19 @@ from typing import Any
 import numpy as np
 
 from indexfoundry.backends.embedding.base import Vectors
-from indexfoundry.backends.stores import (
-    Compare,
-    Filter,
-    Logic,
-    Metadata,
-    StoreHit,
-    model_mismatch,
-    parse_where,
-    store_error,
-    translating,
+from indexfoundry.backends.stores import Metadata, StoreHit, model_mismatch, parse_where, translating
+from indexfoundry.backends.stores.pgvector_connect import db_error, full_text_search, resolve_dsn, text_search_config
+from indexfoundry.backends.stores.pgvector_sql import (
+    HNSW_MAX_DIMS,
+    REGISTRY,
+    base_name,
+    create_registry,
+    run_table_name,
+    to_sql,
 )
-from indexfoundry.errors import ConfigInvalid, DbError, missing_extra
+from indexfoundry.errors import DbError, missing_extra
 from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.models.values import parse_dsn
-from indexfoundry.storage.hashing import sha256_text
 from indexfoundry.storage.layout import RunLayout
-
-REGISTRY = "indexfoundry_tables"
-# A text search configuration name (a regconfig such as english, simple, german).
-_TS_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
-# pgvector's HNSW index takes up to 2,000 dimensions of type vector; larger vectors are searched exactly.
-HNSW_MAX_DIMS = 2000
-_SLUG = re.compile(r"[^a-z0-9]+")
-
-
-def _slug(value: str, limit: int) -> str:
-    return _SLUG.sub("_", value.lower()).strip("_")[:limit] or "x"
-
-
-def base_name(collection: str, namespace: str | None) -> str:
-    """The view's name: readable, and unique per (collection, namespace) through a hash."""
-    readable = _slug(collection, 24) + (f"_{_slug(namespace, 10)}" if namespace else "")
-    return f"if_{readable}_{sha256_text(collection + chr(0) + (namespace or ''))[:8]}"
-
-
-def run_table_name(collection: str, namespace: str | None, run_id: str) -> str:
-    """The table one run writes (at most 59 characters: PostgreSQL identifiers stop at 63)."""
-    return f"{base_name(collection, namespace)}__{sha256_text(run_id)[:12]}"
-
-
-def _db_error(action: str, exc: BaseException) -> DbError:
-    import psycopg
-
-    # A lost or refused connection, a server shutting down, a serialisation conflict: a rerun may pass.
-    sqlstate = getattr(exc, "sqlstate", None) or ""
-    recoverable = isinstance(exc, psycopg.OperationalError) or sqlstate.startswith(("08", "40", "57P"))
-    return store_error(
-        "PostgreSQL",
-        action,
-        exc,
-        recoverable=recoverable,
-        suggestion=(
-            "Check that the PostgreSQL server is reachable, then rerun the same run (--run-id) to resume it"
-            if recoverable
-            else "Check the pgvector connection settings and that the vector extension is available"
-        ),
-        details={"sqlstate": sqlstate} if sqlstate else {},
-    )
-
-
-def full_text_search(conn: dict[str, Any]) -> bool:
-    """Whether ``connection`` turns PostgreSQL full-text search on for the keyword leg."""
-    return bool(conn.get("full_text_search"))
-
-
-def text_search_config(conn: dict[str, Any]) -> str:
-    """The text search configuration (``connection.text_search_config``, default english)."""
-    name = str(conn.get("text_search_config") or "english")
-    if not _TS_CONFIG.match(name):
-        raise ConfigInvalid(
-            f"pgvector: connection.text_search_config '{name}' is not a text search configuration name",
-            suggestion="Use one of PostgreSQL's configurations: english, simple, german, ... (\\dF in psql)",
-        )
-    return name
-
-
-def resolve_dsn(conn: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """(libpq parameters, password) from ``connection``: the DSN parsed once, by libpq's own parser
-    (``models.values.parse_dsn``), and connected with as parsed; a password in the DSN is refused."""
-    if conn.get("dsn") and conn.get("dsn_env"):
-        raise ConfigInvalid(
-            "pgvector: set vector_db.connection.dsn or dsn_env, not both", suggestion="Keep one of them"
-        )
-    if conn.get("dsn_env"):
-        name = str(conn["dsn_env"])
-        dsn = os.environ.get(name)
-        if not dsn:
-            raise ConfigInvalid(
-                f"pgvector: the environment variable {name} (vector_db.connection.dsn_env) is not set",
-                suggestion=f"export {name}='postgresql://user@host:5432/db'",
-            )
-    elif conn.get("dsn"):
-        dsn = str(conn["dsn"])
-    else:
-        raise ConfigInvalid(
-            "pgvector needs vector_db.connection.dsn or dsn_env",
-            suggestion="Set connection: {dsn: 'postgresql://user@host:5432/db'} and the password in PGPASSWORD",
-        )
-    params = parse_dsn(dsn, "the connection string")
-    password = None
-    if conn.get("password_env"):
-        name = str(conn["password_env"])
-        password = os.environ.get(name)
-        if not password:
-            raise ConfigInvalid(
-                f"pgvector: the environment variable {name} (vector_db.connection.password_env) is not set",
-                suggestion=f"export {name}=...",
-            )
-    return params, password
 
 
 class PgVectorStore:
@@ -201,7 +106,7 @@ class PgVectorStore:
         }
         if self._password:
             kwargs["password"] = self._password
-        with translating(_db_error, "connection"):
+        with translating(db_error, "connection"):
             conn = psycopg.connect(autocommit=True, **kwargs)
         try:
             if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
@@ -213,7 +118,7 @@ class PgVectorStore:
             self._ensure_registry(conn)
         except Exception as exc:
             conn.close()
-            raise _db_error("setup", exc) from None
+            raise db_error("setup", exc) from None
         self._conn = conn
         return conn
 
@@ -222,7 +127,7 @@ class PgVectorStore:
         """A transaction on the store's connection; any driver error becomes DB_ERROR."""
         with self._lock:
             conn = self._connect()
-            with translating(_db_error, action), conn.transaction():
+            with translating(db_error, action), conn.transaction():
                 yield conn
 
     def _ident(self, name: str) -> Any:
@@ -231,19 +136,7 @@ class PgVectorStore:
         return sql.Identifier(self.schema, name)
 
     def _ensure_registry(self, conn: Any) -> None:
-        from psycopg import sql
-
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}.{REGISTRY}",))
-            conn.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {} ("
-                    " table_name text PRIMARY KEY, collection text NOT NULL, namespace text NOT NULL,"
-                    " run_id text NOT NULL, view_name text NOT NULL, embedding_model text NOT NULL,"
-                    " dimensions integer NOT NULL, state text NOT NULL DEFAULT 'writing',"
-                    " created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz)"
-                ).format(self._ident(REGISTRY))
-            )
+        create_registry(conn, self.schema)
 
     def _registered(self, conn: Any, table: str) -> tuple[str, int, str] | None:
         from psycopg import sql
@@ -566,57 +459,6 @@ class PgVectorStore:
         conn = getattr(self, "_conn", None)
         if conn is not None:
             conn.close()
-
-
-# ---------------------------------------------------------------- filters
-def to_sql(flt: Filter | None) -> tuple[Any, list[Any]]:
-    """Our filter tree → (SQL condition, parameters) on the flat ``metadata`` jsonb column."""
-    from psycopg import sql
-    from psycopg.types.json import Jsonb
-
-    if flt is None:
-        return sql.SQL("TRUE"), []
-    if isinstance(flt, Logic):
-        parts = [to_sql(part) for part in flt.parts]
-        joiner = sql.SQL(" AND " if flt.op == "$and" else " OR ")
-        params = [p for _, part_params in parts for p in part_params]
-        return sql.SQL("(") + joiner.join(c for c, _ in parts) + sql.SQL(")"), params
-    assert isinstance(flt, Compare)
-    key, op, value = flt.field, flt.op, flt.value
-    if op == "$eq":
-        return sql.SQL("(metadata @> %s)"), [Jsonb({key: value})]
-    if op == "$ne":
-        return sql.SQL("(metadata ? %s AND NOT metadata @> %s)"), [key, Jsonb({key: value})]
-    if op in ("$in", "$nin"):
-        values = [Jsonb(v) for v in value]
-        if op == "$in":
-            return sql.SQL("(metadata -> %s = ANY(%s::jsonb[]))"), [key, values]
-        return sql.SQL("(metadata ? %s AND NOT (metadata -> %s = ANY(%s::jsonb[])))"), [key, key, values]
-    if op == "$contains":
-        # A substring of a string value; a present value of another type is left to the caller's check.
-        return sql.SQL(
-            "(metadata ? %s AND (jsonb_typeof(metadata -> %s) <> 'string' OR strpos(metadata ->> %s, %s) > 0))"
-        ), [
-            key,
-            key,
-            key,
-            str(value),
-        ]
-    symbol = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
-    if isinstance(value, bool):
-        return sql.SQL("FALSE"), []
-    if isinstance(value, int | float):
-        return sql.SQL("(jsonb_typeof(metadata -> %s) = 'number' AND (metadata ->> %s)::numeric " + symbol + " %s)"), [
-            key,
-            key,
-            value,
-        ]
-    # Strings compare by code point, as everywhere else.
-    return sql.SQL("(jsonb_typeof(metadata -> %s) = 'string' AND (metadata ->> %s) COLLATE \"C\" " + symbol + " %s)"), [
-        key,
-        key,
-        str(value),
-    ]
 
 
 def open_store(config: VectorDbConfig, layout: RunLayout) -> PgVectorStore:
