@@ -101,3 +101,35 @@ def test_token_env_that_is_not_set_is_a_config_error(tmp_path: Path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("CONFIG_INVALID")
     assert "Traceback" not in proc.stderr
+
+
+def test_metrics_count_tool_calls_by_outcome_and_need_the_token(served, runs_dir: Path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    url, run_id = served
+    metrics_url = url.removesuffix("/mcp") + "/metrics"
+    assert httpx.get(metrics_url, timeout=30).status_code == 401
+
+    async def main():
+        async with http_session(url, TOKEN) as session:
+            for query in ("install with pip", "change the theme"):
+                await session.call_tool("search_docs", {"query": query})
+            await session.call_tool("get_page", {"path": "docs/index.md", "run_id": "x" * 36})
+
+    anyio.run(main)
+    response = httpx.get(metrics_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+    assert response.status_code == 200
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+    calls = "indexfoundry_mcp_tool_calls_total"
+    assert samples[(calls, (("outcome", "ok"), ("tool", "search_docs")))] == 2
+    assert samples[(calls, (("outcome", "RUN_NOT_FOUND"), ("tool", "get_page")))] == 1
+    assert samples[("indexfoundry_mcp_tool_duration_seconds_count", (("tool", "search_docs"),))] == 2
+    assert samples[("indexfoundry_served_run_info", (("run_id", run_id),))] == 1
+    status = api.status(run_id, runs_dir=runs_dir)
+    assert samples[("indexfoundry_served_chunks", ())] == status.totals.chunks_created
+    requests = [value for (name, labels), value in samples.items() if name == "indexfoundry_mcp_http_requests_total"]
+    assert sum(requests) >= 4  # initialize, the calls, the refused scrape

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from indexfoundry import api
+from indexfoundry.errors import IndexFoundryError
 from indexfoundry.surfaces.cli.options import AllowShrink, Force, Json, RunsDir
 from indexfoundry.surfaces.cli.output import RichProgress, print_json
 
@@ -70,13 +71,21 @@ def render_run(output: PipelineRunOutput, errors: list[ErrorRecord] | None = Non
     typer.echo(f"run {output.run_id}")
 
 
-def render_outcome(output: PipelineRunOutput, runs_dir: Path | None, json_out: bool) -> None:
-    """Print a run's outcome; exit 1 unless it completed (a failed or partial run)."""
+def render_outcome(
+    output: PipelineRunOutput, runs_dir: Path | None, json_out: bool, metrics_file: Path | None = None
+) -> None:
+    """Print a run's outcome (and write its metrics file); exit 1 unless it completed (a failed
+    or partial run)."""
+    status = api.status(output.run_id, runs_dir=runs_dir)
+    if metrics_file is not None:
+        from indexfoundry.surfaces.cli.metrics_file import run_registry, write_metrics_file
+
+        write_metrics_file(metrics_file, run_registry(output, status.totals, [e.code for e in status.errors]))
     if json_out:
         print_json(output)
     else:
         has_errors = output.summary.errors or output.status != "completed"
-        render_run(output, api.status(output.run_id, runs_dir=runs_dir).errors if has_errors else None)
+        render_run(output, status.errors if has_errors else None)
     if output.status != "completed":
         raise typer.Exit(1)
 
@@ -107,6 +116,13 @@ def run(
         "--ray-address",
         help="Ray cluster to run on: HOST:PORT of the head node, ray://HOST:PORT, or auto (implies --executor ray).",
     ),
+    metrics_file: Path | None = typer.Option(
+        None,
+        "--metrics-file",
+        help="Write the run's figures here in Prometheus text format (node-exporter's textfile collector, "
+        "a .prom file), also when the run fails or cannot start.",
+        show_default=False,
+    ),
 ) -> None:
     """Run connect → extract → normalize → index → serve for CONFIG.
 
@@ -117,9 +133,32 @@ def run(
     --base run's documents or chunks (RUN_SHRANK), fails and never becomes 'latest'.
 
     Exit code 0 when the run completed, 1 when it failed or ended partial (some documents failed),
-    2 when the config is invalid (checked before a run is created).
+    2 when the config is invalid (checked before a run is created), 4 when another process holds
+    the run.
     """
-    output = api.pipeline_run(
+    try:
+        output = _run(config, runs_dir, run_id, force, base, allow_shrink, json_out, executor, ray_address)
+    except IndexFoundryError as error:
+        if metrics_file is not None:
+            from indexfoundry.surfaces.cli.metrics_file import failure_registry, write_metrics_file
+
+            write_metrics_file(metrics_file, failure_registry(error))
+        raise
+    render_outcome(output, runs_dir, json_out, metrics_file)
+
+
+def _run(
+    config: Path,
+    runs_dir: Path | None,
+    run_id: str | None,
+    force: bool,
+    base: str | None,
+    allow_shrink: bool,
+    json_out: bool,
+    executor: Executor | None,
+    ray_address: str | None,
+) -> PipelineRunOutput:
+    return api.pipeline_run(
         config,
         runs_dir=runs_dir,
         run_id=run_id,
@@ -130,4 +169,3 @@ def run(
         executor=executor.value if executor is not None else None,
         ray_address=ray_address,
     )
-    render_outcome(output, runs_dir, json_out)

@@ -4,7 +4,7 @@
 document of that same app (the serve phase writes it to ``served/openapi.json``), so the
 spec and the server cannot disagree. The factory only wires: one ``APIRouter`` per area
 (``search_routes``, ``document_routes``, ``service_routes``, ``freshness``, ``library_routes``,
-``openapi``, ``page``), the ``Guard`` (``guard``) and the middleware. Routes are adapters only:
+``openapi``, ``page``, ``metrics``), the ``Guard`` (``guard``) and the middleware. Routes are adapters only:
 they authenticate, rate limit, and call the served run's ``Run`` handle (``api.open_run``),
 leased for the request.
 """
@@ -28,6 +28,7 @@ from indexfoundry.surfaces.http.guard import Guard
 from indexfoundry.surfaces.http.holder import RunHolder
 from indexfoundry.surfaces.http.library_routes import library_router
 from indexfoundry.surfaces.http.limits import BodyLimitMiddleware
+from indexfoundry.surfaces.http.metrics import HttpMetrics, MetricsMiddleware, metrics_router
 from indexfoundry.surfaces.http.openapi import openapi_builder, spec_router
 from indexfoundry.surfaces.http.page import mount_static, page_router
 from indexfoundry.surfaces.http.reqlog import RequestLogMiddleware
@@ -62,6 +63,7 @@ def create_app(
     )
     app.state.holder = holder  # the routes' dependencies find the served run and the guard here
     app.state.guard = guard
+    app.state.metrics = metrics = HttpMetrics(settings.runs_dir, lambda: holder.current.id if holder.current else None)
     install_error_handlers(app)
 
     wanted: set[str] = set(settings.endpoints)
@@ -75,8 +77,9 @@ def create_app(
         app.include_router(freshness_router(settings, guard))
     app.include_router(spec_router(base, serves_libraries=libraries is not None))
     app.include_router(page_router(settings, serves_libraries=libraries is not None))
+    app.include_router(metrics_router(metrics))
     mount_static(app)
-    _add_middleware(app, settings, holder)
+    _add_middleware(app, settings, holder, metrics)
     app.openapi = openapi_builder(app, settings)  # type: ignore[method-assign]
     return app
 
@@ -117,8 +120,9 @@ def _lifespan(
     return lifespan
 
 
-def _add_middleware(app: FastAPI, settings: HttpSettings, holder: RunHolder) -> None:
-    """CORS (when origins are configured), the body limit and the request log, outermost last."""
+def _add_middleware(app: FastAPI, settings: HttpSettings, holder: RunHolder, metrics: HttpMetrics) -> None:
+    """CORS (when origins are configured), the body limit, the request log and the request
+    counts, outermost last."""
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -130,6 +134,7 @@ def _add_middleware(app: FastAPI, settings: HttpSettings, holder: RunHolder) -> 
         )
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_request_bytes)
     app.add_middleware(RequestLogMiddleware, holder=holder, enabled=settings.log_requests)
+    app.add_middleware(MetricsMiddleware, requests=metrics.requests, rate_limited=metrics.rate_limited)
 
 
 def openapi_spec(

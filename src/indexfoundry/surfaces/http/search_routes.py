@@ -3,7 +3,7 @@ the served run with the body the server's limits shaped, best result first."""
 
 # No ``from __future__ import annotations`` here: FastAPI reads the route signatures at runtime and
 # they refer to the per-app search body model, local to ``search_router``.
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field, create_model
 
 from indexfoundry.models.retrieval import SearchMode, SearchRequest, SearchResponse
@@ -27,11 +27,12 @@ def search_router(settings: HttpSettings, wanted: set[str]) -> APIRouter:
 
 
 def _add_search(router: APIRouter, settings: HttpSettings, Body: type[BaseModel], mode: SearchMode) -> None:
-    def search(body: Body, run: Served) -> SearchResponse:  # type: ignore[valid-type]
+    def search(body: Body, run: Served, request: Request) -> SearchResponse:  # type: ignore[valid-type]
         data = body.model_dump(mode="json")  # type: ignore[attr-defined]
         if "top_k" not in body.model_fields_set:  # type: ignore[attr-defined]
             data["top_k"] = min(run.profile.retrieval_config.default_top_k, settings.max_top_k)
-        return run.search_request(SearchRequest.model_validate({**data, "mode": mode}))
+        with request.app.state.metrics.timed_search(mode):
+            return run.search_request(SearchRequest.model_validate({**data, "mode": mode}))
 
     search.__doc__ = f"{mode.capitalize()} search over the served run; best result first."
     router.post(
@@ -60,13 +61,14 @@ def _add_search_any(router: APIRouter, settings: HttpSettings, Body: type[BaseMo
         ),
     )
 
-    def search_any(body: ModeBody, run: Served) -> SearchResponse:
+    def search_any(body: ModeBody, run: Served, request: Request) -> SearchResponse:
         """Search the served run in ``mode`` (default: hybrid); best result first."""
         data = body.model_dump(mode="json")
         if "top_k" not in body.model_fields_set:
             data["top_k"] = min(run.profile.retrieval_config.default_top_k, settings.max_top_k)
         data["mode"] = data.get("mode") or run.profile.retrieval_config.default_mode
-        return run.search_request(SearchRequest.model_validate(data))
+        with request.app.state.metrics.timed_search(data["mode"]):
+            return run.search_request(SearchRequest.model_validate(data))
 
     router.post(
         f"{settings.base_path}/search",

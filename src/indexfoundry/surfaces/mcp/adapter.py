@@ -27,7 +27,7 @@ import logging
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context
@@ -43,6 +43,9 @@ from indexfoundry.models.validation import validation_error
 from indexfoundry.surfaces.mcp.progress import McpProgress
 from indexfoundry.surfaces.mcp.schemas import listed_schema
 from indexfoundry.surfaces.mcp.security import RUN_ID_KEYS, check_run_id
+
+if TYPE_CHECKING:
+    from indexfoundry.surfaces.mcp.metrics import ToolMetrics
 
 log = logging.getLogger("indexfoundry.mcp")
 
@@ -156,7 +159,11 @@ class _RawArguments(FuncMetadata):
 
 
 class Runner:
-    """Runs exposed tools: validates, calls in a thread, maps errors."""
+    """Runs exposed tools: validates, calls in a thread, maps errors; counts and times each call
+    when given ``metrics``."""
+
+    def __init__(self, metrics: ToolMetrics | None = None) -> None:
+        self.metrics = metrics
 
     def prepare(self, tool: Exposed, arguments: dict[str, Any]) -> BaseModel:
         """Validate raw arguments against the tool's strict input model (raises IndexFoundryError).
@@ -175,6 +182,15 @@ class Runner:
             raise error from None
 
     async def run(self, tool: Exposed, arguments: dict[str, Any], ctx: Context[Any, Any]) -> CallToolResult:
+        if self.metrics is None:
+            return await self._run(tool, arguments, ctx)
+        done = self.metrics.timer()
+        result = await self._run(tool, arguments, ctx)
+        error = (result.structured_content or {}).get("error") if result.is_error else None
+        done(tool.name, str(error.get("code", "INTERNAL_ERROR")) if isinstance(error, dict) else "ok")
+        return result
+
+    async def _run(self, tool: Exposed, arguments: dict[str, Any], ctx: Context[Any, Any]) -> CallToolResult:
         try:
             payload = self.prepare(tool, arguments)
             offered = dict(tool.context)

@@ -35,6 +35,7 @@ from indexfoundry.surfaces.mcp.security import check_run_id, tokens_equal
 
 if TYPE_CHECKING:
     from indexfoundry.api import Connections, DocsIndex, LibraryEntry, LibraryRegistry, Roots, RunPool
+    from indexfoundry.surfaces.mcp.metrics import ToolMetrics
 
 log = logging.getLogger("indexfoundry.mcp")
 
@@ -264,9 +265,16 @@ def _add_resources(server: IndexFoundryMCP, retrieval: RetrievalTools, exposed: 
 
 
 def create_server(
-    options: ServerOptions, *, bearer_token: str | None = None, public_url: str = "http://127.0.0.1"
+    options: ServerOptions,
+    *,
+    bearer_token: str | None = None,
+    public_url: str = "http://127.0.0.1",
+    metrics: Callable[[RunSource], ToolMetrics] | None = None,
 ) -> tuple[IndexFoundryMCP, RunSource]:
     """Build the MCP server and the run source its retrieval tools read from.
+
+    ``metrics`` makes the tool metrics for the run source (the Streamable HTTP transport's
+    ``/metrics``); every tool call is then counted and timed.
 
     With ``bearer_token`` the Streamable HTTP transport requires ``Authorization: Bearer
     <token>`` (the SDK's bearer middleware, with a constant-time static token check).
@@ -277,7 +285,7 @@ def create_server(
     freshness = FreshnessGate(options.freshness_reuse_s, options.freshness_per_minute)
     retrieval = RetrievalTools(backing.source, backing.runs, flag_changed=backing.docs is not None, freshness=freshness)
     exposed = _exposed(options, backing, retrieval)
-    runner = Runner()
+    runner = Runner(metrics(backing.source) if metrics is not None else None)
     server = IndexFoundryMCP(
         name="indexfoundry",
         title="IndexFoundry",

@@ -6,7 +6,7 @@ progress bar lands on stderr; the CLI sets logging to stderr and switches progre
 
 Streamable HTTP: ``/mcp`` on the given host and port, with DNS-rebinding protection (Host and
 Origin headers checked against the loopback names and any allowed extras) and optional
-bearer-token auth.
+bearer-token auth; Prometheus metrics of its tools at ``/metrics`` (``metrics.py``).
 """
 
 from __future__ import annotations
@@ -52,14 +52,29 @@ def http_app(
     allowed_origins: Sequence[str] = (),
     allowed_hosts: Sequence[str] = (),
 ) -> Any:
-    """The Starlette app serving MCP over Streamable HTTP at ``/mcp``."""
-    server, _ = create_server(options, bearer_token=token, public_url=f"http://{_url_host(host)}:{port}")
+    """The Starlette app serving MCP over Streamable HTTP at ``/mcp``, and its metrics at ``/metrics``."""
+    # Imported here: the stdio server needs neither the metrics nor the HTTP surface's modules.
+    from indexfoundry.surfaces.mcp.metrics import ToolMetrics, add_metrics, served_run
+    from indexfoundry.surfaces.mcp.retrieval import RunSource
+
+    metrics: ToolMetrics | None = None
+
+    def make_metrics(source: RunSource) -> ToolMetrics:
+        nonlocal metrics
+        metrics = ToolMetrics(source.runs_dir, served_run(source))
+        return metrics
+
+    server, _ = create_server(
+        options, bearer_token=token, public_url=f"http://{_url_host(host)}:{port}", metrics=make_metrics
+    )
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=default_allowed_hosts(_url_host(host), port, allowed_hosts),
         allowed_origins=default_allowed_origins(_url_host(host), port, allowed_origins),
     )
-    return server.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
+    assert metrics is not None  # made by create_server
+    return add_metrics(app, metrics, token)
 
 
 def serve_http(
