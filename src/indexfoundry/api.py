@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from indexfoundry.models.config import ServeConfig
     from indexfoundry.models.connections import Connections as Connections
     from indexfoundry.models.freshness import FreshnessReport as FreshnessReport
+    from indexfoundry.models.history import EvalRecord, RunDetail, RunHistory
     from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
     from indexfoundry.pipeline.diff import RunDiffOutput
     from indexfoundry.retrieval.service import SearchService
@@ -310,6 +311,31 @@ def eval_missed(metrics: dict[str, dict[str, float]], thresholds: dict[tuple[str
     from indexfoundry.app.eval import missed_thresholds
 
     return missed_thresholds(metrics, thresholds)
+
+
+def eval_record(result: EvalResult, *, runs_dir: str | Path | None = None, source: str | None = None) -> EvalRecord:
+    """Record an evaluation's metrics into the run it measured (``logs/evals.ndjson``), where the
+    runs dashboard charts retrieval quality over time; ``source`` names the queries file."""
+    from indexfoundry.app.history import record_eval
+
+    return record_eval(
+        _root(runs_dir), result.run_id, result.queries, result.metrics, reranker=result.reranker, queries_file=source
+    )
+
+
+def run_history(*, runs_dir: str | Path | None = None) -> RunHistory:
+    """Every pipeline of the runs folder with its runs (the newest 200), oldest first: status,
+    times, phase durations, counts as ``run list``, refusals, ``latest``, recorded evaluations."""
+    from indexfoundry.app.history import run_history as history
+
+    return history(_root(runs_dir))
+
+
+def run_detail(run_id: str, *, runs_dir: str | Path | None = None) -> RunDetail:
+    """One run and ``run diff --format markdown --include-chunks`` against its pipeline's run before it."""
+    from indexfoundry.app.history import run_detail as detail
+
+    return detail(_root(runs_dir), run_id)
 
 
 def eval_write_rankings(result: EvalResult, path: str | Path) -> None:

@@ -8,7 +8,7 @@ runs/<run_id>/
   normalized/ chunks.jsonl, dedupe_report.json, metadata_enrichment.json
   indexed/    embeddings.jsonl, upsert_stats.json, vector_manifest.json, chroma/
   served/     openapi.json, retrieval_profile.json
-  logs/       events.ndjson, errors.ndjson, requests.ndjson
+  logs/       events.ndjson, errors.ndjson, requests.ndjson, evals.ndjson
 ```
 """
 
@@ -282,6 +282,11 @@ class RunLayout:
     def requests_log(self) -> Path:
         """HTTP API request log (one line per request while the run is served)."""
         return self.logs_dir / "requests.ndjson"
+
+    @property
+    def evals_log(self) -> Path:
+        """Retrieval quality recorded for the run (``indexfoundry eval --record``), one line each."""
+        return self.logs_dir / "evals.ndjson"
 
     def create(self) -> None:
         """Create the run folder and its phase subfolders."""

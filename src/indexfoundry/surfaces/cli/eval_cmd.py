@@ -53,6 +53,12 @@ def register(app: typer.Typer) -> None:
             show_default=False,
         ),
         rerank_top_k: int = typer.Option(50, "--rerank-top-k", min=1, max=1000, help="Candidates reranked."),
+        record: bool = typer.Option(
+            False,
+            "--record",
+            help="Record the metrics into the evaluated run (logs/evals.ndjson): the runs dashboard "
+            "(/runs of the HTTP server) charts them over time.",
+        ),
         json_out: bool = Json,
     ) -> None:
         """Measure nDCG@10, recall@100 and MRR@10 of each search mode on judged queries."""
@@ -74,6 +80,9 @@ def register(app: typer.Typer) -> None:
         )
         if rankings is not None:
             api.eval_write_rankings(result, rankings)
+        if record:
+            source = queries if queries is not None else beir_dir
+            api.eval_record(result, runs_dir=runs_dir, source=source.name if source is not None else None)
         if json_out:
             typer.echo(json.dumps(result.to_json(), indent=2))
         else:

@@ -4,9 +4,9 @@
 document of that same app (the serve phase writes it to ``served/openapi.json``), so the
 spec and the server cannot disagree. The factory only wires: one ``APIRouter`` per area
 (``search_routes``, ``document_routes``, ``service_routes``, ``freshness``, ``library_routes``,
-``openapi``, ``page``, ``metrics``), the ``Guard`` (``guard``) and the middleware. Routes are adapters only:
-they authenticate, rate limit, and call the served run's ``Run`` handle (``api.open_run``),
-leased for the request.
+``openapi``, ``page``, ``metrics``, ``runs_routes``: the runs dashboard), the ``Guard``
+(``guard``) and the middleware. Routes are adapters only: they authenticate, rate limit, and
+call the served run's ``Run`` handle (``api.open_run``), leased for the request.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from indexfoundry.surfaces.http.metrics import HttpMetrics, MetricsMiddleware, m
 from indexfoundry.surfaces.http.openapi import openapi_builder, spec_router
 from indexfoundry.surfaces.http.page import mount_static, page_router
 from indexfoundry.surfaces.http.reqlog import RequestLogMiddleware
+from indexfoundry.surfaces.http.runs_routes import runs_router
 from indexfoundry.surfaces.http.search_routes import search_router
 from indexfoundry.surfaces.http.service_routes import service_router
 from indexfoundry.surfaces.http.settings import HttpSettings
@@ -78,6 +79,7 @@ def create_app(
     app.include_router(spec_router(base, serves_libraries=libraries is not None))
     app.include_router(page_router(settings, serves_libraries=libraries is not None))
     app.include_router(metrics_router(metrics))
+    app.include_router(runs_router(settings))
     mount_static(app)
     _add_middleware(app, settings, holder, metrics)
     app.openapi = openapi_builder(app, settings)  # type: ignore[method-assign]

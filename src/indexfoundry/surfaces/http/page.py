@@ -17,14 +17,14 @@ PAGE_CSP = (
 )
 
 
-def _static_text(name: str) -> str:
+def static_text(name: str) -> str:
     return resources.files("indexfoundry.surfaces.http").joinpath("static", name).read_text(encoding="utf-8")
 
 
 def page_router(settings: HttpSettings, serves_libraries: bool) -> APIRouter:
     """``GET`` and ``HEAD /``: the page, filled in with the base path and title."""
     base = settings.base_path
-    page = _static_text("index.html").replace("{{BASE_PATH}}", html.escape(base, quote=True))
+    page = static_text("index.html").replace("{{BASE_PATH}}", html.escape(base, quote=True))
     page = page.replace("{{TITLE}}", html.escape(settings.api_info.title))
     # With many libraries the page searches /libraries/search (every library, each result labelled).
     page = page.replace("{{LIBRARIES}}", "1" if serves_libraries else "")
