@@ -128,3 +128,44 @@ def test_an_error_answer_is_shown_with_its_code(server: LiveServer, page: Any):
     page.wait_for_selector("#status.error")
     assert page.inner_text("#status").startswith("CONFIG_INVALID")
     assert page.locator("#results li").count() == 0
+
+
+def test_only_whole_query_terms_are_highlighted_never_stop_words_or_fragments(server: LiveServer, page: Any):
+    page.goto(server.root + "/?q=how+do+I+change+the+theme+to+dark")
+    page.wait_for_selector("#results li.result mark")
+    marked = {m.lower() for m in page.locator("#results mark").all_inner_texts()}
+    assert marked and marked <= {"change", "theme", "themes", "dark"}, marked
+    # Each mark is a whole word: no letter or digit touches it on either side.
+    glued = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#results mark')).filter((m) => {
+            const before = (m.previousSibling && m.previousSibling.textContent) || '';
+            const after = (m.nextSibling && m.nextSibling.textContent) || '';
+            return /[\\p{L}\\p{N}]$/u.test(before) || /^[\\p{L}\\p{N}]/u.test(after);
+        }).length"""
+    )
+    assert glued == 0
+
+
+def test_a_snippet_cut_inside_a_code_block_still_renders_its_code_as_code(page: Any, tmp_path: Path):
+    code = "\n".join(f"widget.configure(part={n}, colour='blue')  # step {n}" for n in range(30))
+    docs = {"code.md": f"# Code\n\nIntro about the widget.\n\n```python\n{code}\n```\n\nAfter the code, prose.\n"}
+    run_id = make_run(tmp_path, docs, normalize={"chunk_strategy": "recursive", "max_chars": 400})
+    with live_server(tmp_path / "runs", run_id) as live:
+        context = page.context.browser.new_context()
+        try:
+            context.route(
+                "**/*", lambda route: route.continue_() if route.request.url.startswith(live.root) else route.abort()
+            )
+            view = context.new_page()
+            view.goto(live.root + "/?q=widget+configure+step&mode=keyword")
+            view.wait_for_selector("#results li.result")
+            texts = view.locator("#results li.result .text")
+            shown = [texts.nth(n).inner_text() for n in range(texts.count())]
+            assert shown and not any("```" in t for t in shown)  # no fence shown as text
+            codes = view.locator("#results li.result .text pre code").all_inner_texts()
+            assert any("part=0," in c for c in codes)  # the first chunk ends inside the block
+            last = next(n for n, t in enumerate(shown) if "After the code" in t)
+            assert "part=29," in texts.nth(last).locator("pre code").inner_text()  # the last begins inside it
+            assert "After the code" in texts.nth(last).locator("p").last.inner_text()
+        finally:
+            context.close()

@@ -1,6 +1,8 @@
 // The search page: posts the query to the API and shows each result's source, breadcrumb and score.
-// Result text is markdown: rendered by marked, then sanitised by DOMPurify (no scripts, no event
-// handlers, no javascript: links) before it touches the page; everything else uses textContent.
+// Result text is markdown: its fences balanced (a chunk cut inside a code block still shows code),
+// rendered by marked, then sanitised by DOMPurify (no scripts, no event handlers, no javascript:
+// links) before it touches the page; everything else uses textContent. Whole query terms are
+// highlighted, stop words never.
 // The query and mode live in the URL (?q=...&mode=...), so a search can be shared and reloaded.
 (function () {
   "use strict";
@@ -18,6 +20,43 @@
   const results = document.getElementById("results");
   const scores = document.getElementById("scores");
 
+  // A chunk may start or end inside a fenced code block (chunks are cut by size): close or reopen
+  // the fence so its code renders as code, not as flattened paragraphs that swallow the rest.
+  const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+
+  function balancedFences(text) {
+    const lines = text.split("\n");
+    const fences = lines.map((line) => FENCE.exec(line)).filter(Boolean);
+    if (fences.length % 2 === 0) return text;
+    const first = fences[0];
+    const before = lines.slice(0, lines.findIndex((line) => FENCE.test(line))).join("\n").trim();
+    if (!first[2].trim() && before) return first[1] + "\n" + text; // begins inside a block: reopen it
+    return text + "\n" + fences[fences.length - 1][1]; // ends inside a block: close it
+  }
+
+  // "[text][ref]" whose definition is in another chunk: show the text, not the brackets.
+  function unresolvedReferences(text) {
+    const defined = new Set();
+    for (const m of text.matchAll(/^ {0,3}\[([^\]]+)\]:\s/gm)) defined.add(m[1].toLowerCase());
+    let inFence = false;
+    return text.split("\n").map((line) => {
+      if (FENCE.test(line)) inFence = !inFence;
+      if (inFence) return line;
+      return line.replace(/\[([^\]\n]+)\]\[([^\]\n]*)\]/g, (all, label, ref) =>
+        defined.has((ref || label).toLowerCase()) ? all : label);
+    }).join("\n");
+  }
+
+  // At most ``limit`` characters, cut at a line end, with its fences balanced.
+  function snippet(text, limit) {
+    let cut = text;
+    if (text.length > limit) {
+      const end = text.lastIndexOf("\n", limit);
+      cut = text.slice(0, end > limit / 2 ? end : limit) + "\n\n…";
+    }
+    return balancedFences(unresolvedReferences(cut));
+  }
+
   function safeMarkdown(text) {
     const holder = document.createElement("div");
     holder.className = "text";
@@ -34,15 +73,22 @@
     return holder;
   }
 
+  // Words a query is made of that say nothing about what is searched: never highlighted.
+  const STOP_WORDS = new Set(("a an and are as at be but by can do does did for from has have how i if in into is it " +
+    "its me my no not of on or so such that the their then there these they this to was we what when where which " +
+    "who why will with would you your").split(" "));
+
   function terms(q) {
-    return Array.from(new Set(q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((t) => t.length > 1)));
+    const words = q.toLowerCase().split(/[^\p{L}\p{N}_]+/u);
+    return Array.from(new Set(words.filter((t) => t.length > 1 && !STOP_WORDS.has(t))));
   }
 
-  // Wrap each query term in <mark>, walking text nodes only (no HTML is ever built from strings).
+  // Wrap each whole query term in <mark> (a plural s/es allowed; never a fragment of a longer word),
+  // walking text nodes only (no HTML is ever built from strings).
   function highlight(root, words) {
     if (!words.length) return;
     const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-    const pattern = new RegExp("(" + escaped.join("|") + ")", "giu");
+    const pattern = new RegExp("(?<![\\p{L}\\p{N}_])((?:" + escaped.join("|") + ")(?:e?s)?)(?![\\p{L}\\p{N}_])", "giu");
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     const nodes = [];
     while (walker.nextNode()) nodes.push(walker.currentNode);
@@ -129,8 +175,7 @@
       head.append(el("span", "score", r.score.toFixed(3)));
       item.append(head);
       item.append(sourceLink(r));
-      const text = r.text.length > 1200 ? r.text.slice(0, 1200) + "…" : r.text;
-      const body = safeMarkdown(text);
+      const body = safeMarkdown(snippet(r.text, 1200));
       highlight(body, words);
       item.append(body);
       item.dataset.chunkId = r.chunk_id;
