@@ -602,6 +602,10 @@ def test_generated_agent_runs_open_no_connection_or_file_that_nobody_named(
         }
         assert leaks(named.requests, allowed) == []
     finally:
+        # A generated config may set serve.auto_start: stop the HTTP servers its runs started.
+        from indexfoundry.surfaces.http.processes import serve_stop
+
+        serve_stop(runs_dir=tmp_path / "runs")
         named.close()
         unnamed.close()
         pg.close()
