@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     # (``docs_index``, ``library_registry``, ``library_reader``, ``parse_library_flag``).
     from indexfoundry.app.agent import AgentScope as AgentScope
     from indexfoundry.app.agent import Roots as Roots
+    from indexfoundry.app.answers import AnswersResult as AnswersResult
     from indexfoundry.app.docs_index import DocsIndex as DocsIndex
     from indexfoundry.app.eval import EvalResult as EvalResult
     from indexfoundry.app.export import LlmsTxtOutput
@@ -60,10 +61,14 @@ if TYPE_CHECKING:
 
     # The metrics ``evaluate`` reports, in the order the CLI prints them.
     EVAL_METRICS: tuple[str, ...]
+    # The metrics ``evaluate_answers`` reports, in the order the CLI prints them.
+    ANSWER_METRICS: tuple[str, ...]
 
 # What api re-exports, imported on first use: name -> (module, attribute).
 _EXPORTS: dict[str, tuple[str, str]] = {
     "EVAL_METRICS": ("indexfoundry.app.eval", "METRICS"),
+    "ANSWER_METRICS": ("indexfoundry.app.answers", "ANSWER_METRICS"),
+    "AnswersResult": ("indexfoundry.app.answers", "AnswersResult"),
     **{name: ("indexfoundry.app.eval", name) for name in ("EvalResult",)},
     **{name: ("indexfoundry.app.handles", name) for name in ("Page", "PageSection", "Run", "RunPool", "open_run")},
     **{
@@ -194,6 +199,47 @@ def evaluate(
     )
 
 
+def evaluate_answers(
+    answers: str | Path,
+    *,
+    folder: str | Path | None = None,
+    run_id: str | None = None,
+    mode: Literal["semantic", "keyword", "hybrid", "all"] = "all",
+    split: Literal["dev", "test"] | None = None,
+    min_overlap: float = 1.0,
+    runs_dir: str | Path | None = None,
+    embedding_model: str = "local",
+    progress: Any = None,
+    embedder: Any = None,
+    reranker: str | None = None,
+    top_k_to_rerank: int = 50,
+) -> AnswersResult:
+    """hit@1/3/5/10 and MRR@10 of passage-keyed questions per mode, on an existing run or on a docs
+    folder indexed as docs mode indexes it (``indexfoundry eval --answers FILE``).
+
+    A question counts as found at the rank of the first returned chunk, from its ``file``, that
+    holds its ``passage`` (whitespace runs as one space; with ``min_overlap`` < 1 a passage cut by
+    a chunk boundary counts when a chunk holds at least that share of it).
+    """
+    from indexfoundry.app.answers import evaluate_answers_file
+    from indexfoundry.app.eval import modes_for
+
+    return evaluate_answers_file(
+        answers=Path(answers),
+        folder=Path(folder) if folder is not None else None,
+        run_id=run_id,
+        runs_dir=_root(runs_dir),
+        modes=modes_for(mode),
+        split=split,
+        min_overlap=min_overlap,
+        embedding_model=embedding_model,
+        progress=progress,
+        embedder=embedder,
+        reranker=reranker,
+        top_k_to_rerank=top_k_to_rerank,
+    )
+
+
 def check_freshness(
     run_id: str,
     *,
@@ -299,11 +345,14 @@ def render_diff(diff: RunDiffOutput, *, markdown: bool = False, with_text_diffs:
     return render_markdown(diff, with_text_diffs=with_text_diffs) if markdown else render_text(diff)
 
 
-def eval_thresholds(values: list[str]) -> dict[tuple[str | None, str], float]:
-    """``METRIC=VALUE`` / ``MODE:METRIC=VALUE`` minimums (``indexfoundry eval --min``); CONFIG_INVALID if malformed."""
-    from indexfoundry.app.eval import parse_thresholds
+def eval_thresholds(values: list[str], *, answers: bool = False) -> dict[tuple[str | None, str], float]:
+    """``METRIC=VALUE`` / ``MODE:METRIC=VALUE`` minimums (``indexfoundry eval --min``); CONFIG_INVALID if malformed.
 
-    return parse_thresholds(values)
+    ``answers``: the metrics of an answers file (hit@k, mrr@10) instead of the BEIR ones."""
+    from indexfoundry.app.answers import ANSWER_METRICS
+    from indexfoundry.app.eval import METRICS, parse_thresholds
+
+    return parse_thresholds(values, ANSWER_METRICS if answers else METRICS)
 
 
 def eval_missed(metrics: dict[str, dict[str, float]], thresholds: dict[tuple[str | None, str], float]) -> list[str]:

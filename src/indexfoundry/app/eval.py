@@ -37,7 +37,7 @@ EvalMode = Literal["semantic", "keyword", "hybrid", "all"]
 # Documents ranked per query (recall@100 needs 100).
 DEPTH = 100
 # Namespace of the deterministic run ids of evaluation runs.
-_EVAL_NAMESPACE = uuid.UUID("6f1c2d0e-8a4b-5c3d-9e2f-1a7b6c5d4e3f")
+EVAL_NAMESPACE = uuid.UUID("6f1c2d0e-8a4b-5c3d-9e2f-1a7b6c5d4e3f")
 
 Qrels = dict[str, dict[str, int]]
 Rankings = dict[str, list[tuple[str, float]]]
@@ -158,7 +158,7 @@ def beir_pipeline_config(beir_dir: Path, embedding_model: str = "local") -> dict
         },
         "index": {"embedding_model": embedding_model, "vector_db": {"collection": "beir"}},
     }
-    config["run_id"] = str(uuid.uuid5(_EVAL_NAMESPACE, canonical_json(config)))
+    config["run_id"] = str(uuid.uuid5(EVAL_NAMESPACE, canonical_json(config)))
     return config
 
 
@@ -257,8 +257,10 @@ def write_trec_run(result: EvalResult, path: Path) -> None:
     atomic_write_text(path, trec_run(result))
 
 
-def parse_thresholds(values: list[str]) -> dict[tuple[str | None, str], float]:
-    """``METRIC=VALUE`` or ``MODE:METRIC=VALUE`` → {(mode or None for every mode, metric): minimum}."""
+def parse_thresholds(values: list[str], metrics: tuple[str, ...] = METRICS) -> dict[tuple[str | None, str], float]:
+    """``METRIC=VALUE`` or ``MODE:METRIC=VALUE`` → {(mode or None for every mode, metric): minimum}.
+
+    ``metrics`` are the names allowed (BEIR metrics, or ``ANSWER_METRICS`` for an answers file)."""
     out: dict[tuple[str | None, str], float] = {}
     for raw in values:
         name, sep, number = raw.partition("=")
@@ -269,10 +271,10 @@ def parse_thresholds(values: list[str]) -> dict[tuple[str | None, str], float]:
             minimum = float(number)
         except ValueError:
             minimum = float("nan")
-        if not sep or metric not in METRICS or (mode and mode not in MODES) or minimum != minimum:
+        if not sep or metric not in metrics or (mode and mode not in MODES) or minimum != minimum:
             raise ConfigInvalid(
                 f"bad threshold '{raw}'",
-                suggestion=f"Use METRIC=VALUE or MODE:METRIC=VALUE with METRIC one of {', '.join(METRICS)}",
+                suggestion=f"Use METRIC=VALUE or MODE:METRIC=VALUE with METRIC one of {', '.join(metrics)}",
             )
         out[(mode or None, metric)] = minimum
     return out
@@ -292,6 +294,29 @@ def missed_thresholds(
 
 def modes_for(mode: EvalMode) -> tuple[SearchMode, ...]:
     return MODES if mode == "all" else (mode,)
+
+
+def open_eval_service(
+    runs_dir: Path, run_id: str, embedder: Any = None, reranker: str | None = None, top_k_to_rerank: int = 50
+) -> SearchService:
+    """The search service of the run to evaluate; with ``reranker`` (a ``reranker.model`` value) it
+    reranks the first ``top_k_to_rerank`` candidates of every mode, whatever the run's profile says."""
+    from indexfoundry.app import runs as api
+    from indexfoundry.retrieval.service import open_service
+    from indexfoundry.storage.layout import RunLayout
+
+    layout = RunLayout.existing(runs_dir, api.resolve_run_id(runs_dir, run_id))
+    service = open_service(layout, embedder)
+    if reranker is not None:
+        try:
+            config = RerankerConfig(enabled=True, model=reranker, top_k_to_rerank=top_k_to_rerank)
+        except ValueError as exc:
+            raise ConfigInvalid(
+                f"bad --reranker '{reranker}': {exc}",
+                suggestion="Use cross-encoder:<folder>, cohere:<model> or http:<base_url>",
+            ) from None
+        service.use_reranker(config)
+    return service
 
 
 def evaluate(
@@ -315,8 +340,6 @@ def evaluate(
     of every mode, whatever the run's profile says, so its gain can be measured on the same run.
     """
     from indexfoundry.app import runs as api
-    from indexfoundry.retrieval.service import open_service
-    from indexfoundry.storage.layout import RunLayout
 
     if beir_dir is not None:
         if run_id is not None:
@@ -337,18 +360,7 @@ def evaluate(
             "nothing to evaluate", suggestion="Pass a BEIR folder, or --run-id with --queries and --qrels"
         )
     assert queries is not None and qrels is not None
-    root = runs_dir
-    layout = RunLayout.existing(root, api.resolve_run_id(root, run_id))
-    service = open_service(layout, embedder)
-    if reranker is not None:
-        try:
-            config = RerankerConfig(enabled=True, model=reranker, top_k_to_rerank=top_k_to_rerank)
-        except ValueError as exc:
-            raise ConfigInvalid(
-                f"bad --reranker '{reranker}': {exc}",
-                suggestion="Use cross-encoder:<folder>, cohere:<model> or http:<base_url>",
-            ) from None
-        service.use_reranker(config)
+    service = open_eval_service(runs_dir, run_id, embedder, reranker, top_k_to_rerank)
     query_texts, judgements = read_queries(queries), read_qrels(qrels)
     judged = sum(1 for q in query_texts if q in judgements)
     modes = modes_for(mode)

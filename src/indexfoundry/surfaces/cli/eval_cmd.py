@@ -1,4 +1,5 @@
-"""``indexfoundry eval``: retrieval quality (nDCG@10, recall@100, MRR@10) per search mode."""
+"""``indexfoundry eval``: retrieval quality per search mode: nDCG@10, recall@100 and MRR@10 on
+judged documents (BEIR), or hit@k and MRR@10 of answer passages (``--answers FILE``)."""
 
 from __future__ import annotations
 
@@ -21,15 +22,65 @@ def render(result: api.EvalResult) -> None:
         typer.echo(f"{mode:<10}" + "".join(f"{values[m]:>12.4f}" for m in api.EVAL_METRICS))
 
 
+def render_answers(result: api.AnswersResult) -> None:
+    reranked = f", reranked by {result.reranker}" if result.reranker else ""
+    split = f" ({result.split})" if result.split else ""
+    typer.echo(f"run {result.run_id}, {result.questions} questions{split}{reranked}")
+    typer.echo(f"{'mode':<10}" + "".join(f"{m:>10}" for m in api.ANSWER_METRICS))
+    for mode, values in result.metrics.items():
+        typer.echo(f"{mode:<10}" + "".join(f"{values[m]:>10.4f}" for m in api.ANSWER_METRICS))
+    if result.unreachable:
+        shown = ", ".join(result.unreachable[:5]) + (" ..." if len(result.unreachable) > 5 else "")
+        typer.echo(
+            f"warning: {len(result.unreachable)} passages are in no chunk of the run (counted as misses): {shown}",
+            err=True,
+        )
+
+
+def _answers(
+    answers: Path, folder: Path | None, split: str | None, mode: str, minimum: list[str], **options: object
+) -> tuple[api.AnswersResult, dict[tuple[str | None, str], float]]:
+    if split not in (None, "all", "dev", "test"):
+        raise ConfigInvalid(f"unknown split '{split}' for an answers file", suggestion="Use dev, test or all")
+    thresholds = api.eval_thresholds(minimum, answers=True)
+    result = api.evaluate_answers(
+        answers,
+        folder=folder,
+        mode=mode,  # type: ignore[arg-type]
+        split=None if split in (None, "all") else split,  # type: ignore[arg-type]
+        **options,  # type: ignore[arg-type]
+    )
+    return result, thresholds
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def evaluate(
         beir_dir: Path | None = typer.Argument(
             None,
-            help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv), indexed through the pipeline.",
+            help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv), indexed through the pipeline; "
+            "with --answers: a docs folder, indexed as 'mcp --docs' indexes it.",
             show_default=False,
         ),
-        split: str = typer.Option("test", "--split", help="Qrels split of the BEIR folder."),
+        answers: Path | None = typer.Option(
+            None,
+            "--answers",
+            help="Questions keyed to verbatim answer passages (JSON): hit@1/3/5/10 and MRR@10 per mode.",
+            show_default=False,
+        ),
+        split: str | None = typer.Option(
+            None,
+            "--split",
+            help="BEIR: qrels split (default test). --answers: dev, test or all (default all).",
+            show_default=False,
+        ),
+        min_overlap: float = typer.Option(
+            1.0,
+            "--min-overlap",
+            min=0.01,
+            max=1.0,
+            help="--answers: share of a passage cut by a chunk boundary that one chunk must hold to count.",
+        ),
         mode: str = typer.Option("all", "--mode", help="semantic | keyword | hybrid | all"),
         runs_dir: Path | None = RunsDir,
         run_id: str | None = typer.Option(None, "--run-id", help="Evaluate this existing run instead."),
@@ -61,20 +112,47 @@ def register(app: typer.Typer) -> None:
         ),
         json_out: bool = Json,
     ) -> None:
-        """Measure nDCG@10, recall@100 and MRR@10 of each search mode on judged queries."""
+        """Measure each search mode: nDCG@10, recall@100 and MRR@10 on judged queries (BEIR), or
+        hit@k and MRR@10 of answer passages (--answers)."""
         if mode not in ("semantic", "keyword", "hybrid", "all"):
             raise ConfigInvalid(f"unknown mode '{mode}'", suggestion="Use semantic, keyword, hybrid or all")
+        progress = RichProgress(enabled=None if not json_out else False)
+        if answers is not None:
+            if queries is not None or qrels is not None or rankings is not None:
+                raise ConfigInvalid(
+                    "--queries, --qrels and --rankings are for BEIR evaluations", suggestion="Drop them with --answers"
+                )
+            found, limits = _answers(
+                answers,
+                beir_dir,
+                split,
+                mode,
+                minimum,
+                run_id=run_id,
+                min_overlap=min_overlap,
+                runs_dir=runs_dir,
+                embedding_model=embedding_model,
+                progress=progress,
+                reranker=reranker,
+                top_k_to_rerank=rerank_top_k,
+            )
+            if json_out:
+                typer.echo(json.dumps(found.to_json(), indent=2))
+            else:
+                render_answers(found)
+            _exit_below(found.metrics, limits)
+            return
         thresholds = api.eval_thresholds(minimum)
         result: api.EvalResult = api.evaluate(
             beir_dir=beir_dir,
-            split=split,
+            split=split or "test",
             run_id=run_id,
             queries=queries,
             qrels=qrels,
             mode=mode,  # type: ignore[arg-type]
             runs_dir=runs_dir,
             embedding_model=embedding_model,
-            progress=RichProgress(enabled=None if not json_out else False),
+            progress=progress,
             reranker=reranker,
             top_k_to_rerank=rerank_top_k,
         )
@@ -87,8 +165,12 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(result.to_json(), indent=2))
         else:
             render(result)
-        missed = api.eval_missed(result.metrics, thresholds)
-        for line in missed:
-            typer.echo(f"below threshold: {line}", err=True)
-        if missed:
-            raise typer.Exit(1)
+        _exit_below(result.metrics, thresholds)
+
+
+def _exit_below(metrics: dict[str, dict[str, float]], thresholds: dict[tuple[str | None, str], float]) -> None:
+    missed = api.eval_missed(metrics, thresholds)
+    for line in missed:
+        typer.echo(f"below threshold: {line}", err=True)
+    if missed:
+        raise typer.Exit(1)
