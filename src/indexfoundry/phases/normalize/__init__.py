@@ -52,7 +52,7 @@ def dedupe_options(config: NormalizeConfig) -> DedupeOptions | None:
 class NormalizePhase(Phase):
     name = "normalize"
     # 3: separator runs are one atom; oversized paragraphs packed into max_chars parts (by_paragraph).
-    version = "3"
+    version = "4"
 
     def config_slice(self, config: PipelineConfig) -> Any:
         data = config.normalize.model_dump(mode="json")
@@ -104,6 +104,8 @@ class NormalizePhase(Phase):
                 executor=ctx.executor,
             )
         stats = chunk_stats(result.documents, result.chunks, config, result.hard_cuts)
+        # Chunks of link definitions, bare link lists, lone images or headings only (contentless.py).
+        stats["content_free_dropped"] = result.content_free
         options = dedupe_options(config)
         if options is not None:
             chunks, report = dedupe_chunks(result.chunks, options)

@@ -30,6 +30,7 @@ from indexfoundry.phases.base import LazyItems
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.phases.isolation import Limits, Stopped, default_workers, preload
 from indexfoundry.phases.normalize.chunkers import chunk_spans
+from indexfoundry.phases.normalize.contentless import drop_content_free
 from indexfoundry.phases.normalize.packing import Span
 from indexfoundry.phases.normalize.positions import TextPositions
 from indexfoundry.phases.normalize.window import TokenWindow, fit_spans
@@ -168,6 +169,7 @@ class ChunkedDocument:
     hard_cuts: int = 0
     error: IndexFoundryError | None = None
     split_for_window: int = 0
+    content_free: int = 0
 
 
 def _guarded(doc: ExtractedDocument, memory_mb: int, work: Callable[[], ChunkedDocument]) -> ChunkedDocument:
@@ -216,11 +218,16 @@ def _chunked(
     config: NormalizeConfig,
     window: TokenWindow | None = None,
 ) -> ChunkedDocument:
-    spans = chunk_spans(text, doc.headings, config, pages)
+    spans, dropped = drop_content_free(chunk_spans(text, doc.headings, config, pages), lambda s: s.text(text))
     split = 0
     if window is not None:
         spans, split = fit_spans(text, spans, window)
-    return ChunkedDocument(build_chunks(doc, text, spans), sum(1 for s in spans if s.hard_cut), split_for_window=split)
+    return ChunkedDocument(
+        build_chunks(doc, text, spans),
+        sum(1 for s in spans if s.hard_cut),
+        split_for_window=split,
+        content_free=dropped,
+    )
 
 
 def chunk_one(job: ChunkJob) -> ChunkedDocument:
@@ -265,6 +272,7 @@ class ChunkResult:
     documents: int = 0
     hard_cuts: int = 0
     split_for_window: int = 0
+    content_free: int = 0
     failed: list[tuple[ExtractedDocument, IndexFoundryError]] = field(default_factory=list)
 
     def add(
@@ -283,6 +291,7 @@ class ChunkResult:
         self.documents += 1
         self.hard_cuts += one.hard_cuts
         self.split_for_window += one.split_for_window
+        self.content_free += one.content_free
         self.chunks.extend(one.chunks)
 
 
