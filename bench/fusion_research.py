@@ -96,6 +96,17 @@ def zscore_fuse(semantic: Ranked, keyword: Ranked, alpha: float) -> Ranked:
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
 
+def tmm_fuse(semantic: Ranked, keyword: Ranked, alpha: float) -> Ranked:
+    """Convex combination of scores normalised by their theoretical minimum (cosine −1, BM25 0)
+    and the list's maximum (Bruch et al.'s TM2C2); a chunk missing from a list gets 0 from it."""
+    top_s = max((s for _, s in semantic), default=0.0)
+    top_k = max((s for _, s in keyword), default=0.0) or 1.0
+    sem = {cid: (s + 1) / (top_s + 1) for cid, s in semantic}
+    kw = {cid: s / top_k for cid, s in keyword}
+    fused = {cid: alpha * sem.get(cid, 0.0) + (1 - alpha) * kw.get(cid, 0.0) for cid in sem.keys() | kw.keys()}
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
 def weighted_rrf(semantic: Ranked, keyword: Ranked, k: int, w_sem: float) -> Ranked:
     """RRF with per-leg weights: w × 1/(k + rank), w_sem for the semantic leg, 1 − w_sem for keyword."""
     fused: dict[str, float] = {}
@@ -105,7 +116,10 @@ def weighted_rrf(semantic: Ranked, keyword: Ranked, k: int, w_sem: float) -> Ran
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
 
-_IDENT = re.compile(r"`[^`]+`|\"[^\"]+\"|'[^']+'|\b\w+_\w+\b|\b\w+\.\w+\b|--?\w[\w-]*|\b[a-z]+[A-Z]\w*\b")
+_IDENT = re.compile(
+    r"`[^`]+`|\"[^\"]+\"|(?<![\w-])--?[a-zA-Z][\w-]*|\b[a-zA-Z]\w*_\w+\b"
+    r"|\b[a-zA-Z_]\w*\.[a-zA-Z_]\w*\b|\b[a-z]+[A-Z]\w*\b"
+)
 _QUESTION = re.compile(r"^(how|what|why|when|where|which|who|can|does|do|is|are|should)\b|\?\s*$", re.I)
 
 
@@ -156,6 +170,10 @@ FUSERS: dict[str, Callable[..., Fuser]] = {
     "wrrf": lambda k=60, w=0.5: lambda _t, s, kw: weighted_rrf(s, kw, k, w),
     "minmax": lambda a=0.7: lambda _t, s, kw: weighted_fuse(s, kw, a),
     "zscore": lambda a=0.5: lambda _t, s, kw: zscore_fuse(s, kw, a),
+    "tmm": lambda a=0.5: lambda _t, s, kw: tmm_fuse(s, kw, a),
+    "shape": lambda k=60, wi=0.4, wq=0.6, wo=0.5: (
+        lambda t, s, kw: weighted_rrf(s, kw, k, {"identifier": wi, "question": wq, "other": wo}[query_shape(t)])
+    ),
     "semantic": lambda: lambda _t, s, kw: s,
     "keyword": lambda: lambda _t, s, kw: kw,
 }
@@ -167,6 +185,13 @@ def grid(kind: str) -> list[tuple[str, dict[str, float]]]:
     out += [("wrrf", {"k": k, "w": w}) for k in (10, 20, 40, 60, 100) for w in (0.3, 0.4, 0.45, 0.55, 0.6, 0.7)]
     out += [("minmax", {"a": a / 20}) for a in range(1, 20)]
     out += [("zscore", {"a": a / 20}) for a in range(1, 20)]
+    out += [("tmm", {"a": a / 20}) for a in range(1, 20)]
+    out += [
+        ("shape", {"k": 60, "wi": wi, "wq": wq, "wo": wo})
+        for wi in (0.3, 0.4, 0.5)
+        for wq in (0.5, 0.6, 0.7)
+        for wo in (0.4, 0.5, 0.6)
+    ]
     return out
 
 

@@ -29,6 +29,10 @@ from indexfoundry.backends.keyword.bm25 import BM25_PARAMS, _stemmer, corpus_tok
 from indexfoundry.models.answers import AnswerQuestion
 from indexfoundry.retrieval.service import rrf_fuse
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fusion_research import FUSERS, grid
+from prf_research import FeedbackBm25
+
 Scores = dict[str, float]
 POOL = 100
 
@@ -190,12 +194,41 @@ def run(args: argparse.Namespace) -> None:
             page_boost(legs[qid]["semantic"], chunks, page_max(legs[qid]["semantic"], chunks), b),
             page_boost(kw("kw:product", qid, t), chunks, page_bm25.scores(t), b),
         )
+    crumb_bm25 = Bm25(ids, [(chunks[c]["crumb"] or "") + " " + _path_words(chunks[c]["uri"]) for c in ids])
+
+    def fielded(qid: str, text: str, w: float) -> Scores:
+        base = kw("kw:product", qid, text)
+        field = crumb_bm25.scores(text)
+        top, ftop = max(base.values(), default=1.0), max(field.values(), default=1.0)
+        return {c: base.get(c, 0.0) / top + w * field.get(c, 0.0) / ftop for c in base.keys() | field.keys()}
+
+    for w in (0.1, 0.2, 0.3, 0.5):
+        variants[f"kw+crumbfield w={w}"] = lambda qid, t, w=w: [c for c, _ in ranked(fielded(qid, t, w))]
+        variants[f"hybrid[kw+crumbfield w={w}]"] = lambda qid, t, w=w: hybrid(legs[qid]["semantic"], fielded(qid, t, w))
+    feedback = FeedbackBm25(ids, [keyword_text(chunks[c], 1, False) for c in ids])
+
+    def prf(text: str, m: int, t: int, lam: float) -> Scores:
+        raw = feedback.scores(text, m=m, t=t, lam=lam)
+        return {ids[i]: float(raw[i]) for i in range(len(ids)) if raw[i] > 0}
+
+    for m, t, lam in ((3, 5, 0.1), (3, 10, 0.2), (5, 10, 0.3), (3, 20, 0.5)):
+        variants[f"kw+prf m={m} t={t} l={lam}"] = lambda qid, text, a=(m, t, lam): [c for c, _ in ranked(prf(text, *a))]
+        variants[f"hybrid[kw+prf m={m} t={t} l={lam}]"] = lambda qid, text, a=(m, t, lam): hybrid(
+            legs[qid]["semantic"], prf(text, *a)
+        )
+    for fname, params in grid("answers"):
+        fuser = FUSERS[fname](**params)
+        label = "fusion " + fname + " " + ",".join(f"{k}={v}" for k, v in params.items())
+        variants[label] = lambda qid, t, f=fuser: [
+            c for c, _ in f(t, ranked(legs[qid]["semantic"]), ranked(kw("kw:product", qid, t)))
+        ]
     wanted = args.only.split(",") if args.only else None
     rows = []
     for name, rank in variants.items():
         if wanted and not any(w in name for w in wanted):
             continue
-        rows.append({"variant": name, "dev": evaluate(data, rank, "dev"), "test": evaluate(data, rank, "test")})
+        test = evaluate(data, rank, "test") if args.test else dict.fromkeys(("hit@1", "hit@5", "mrr@10"), float("nan"))
+        rows.append({"variant": name, "dev": evaluate(data, rank, "dev"), "test": test})
     if args.json:
         print(json.dumps(rows))
         return
@@ -220,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("cache")
     r.add_argument("--only", help="comma-separated substrings of the variants to run")
     r.add_argument("--json", action="store_true")
+    r.add_argument("--test", action="store_true", help="also score the held-out test split (once per change)")
     args = parser.parse_args(argv)
     {"cache": cache, "run": run}[args.cmd](args)
 
