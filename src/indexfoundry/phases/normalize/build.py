@@ -30,6 +30,7 @@ from indexfoundry.phases.base import LazyItems
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.phases.isolation import Limits, Stopped, default_workers, preload
 from indexfoundry.phases.normalize.chunkers import chunk_spans
+from indexfoundry.phases.normalize.contentless import FORMATS as CONTENT_FREE_FORMATS
 from indexfoundry.phases.normalize.contentless import drop_content_free
 from indexfoundry.phases.normalize.packing import Span
 from indexfoundry.phases.normalize.positions import TextPositions
@@ -218,7 +219,10 @@ def _chunked(
     config: NormalizeConfig,
     window: TokenWindow | None = None,
 ) -> ChunkedDocument:
-    spans, dropped = drop_content_free(chunk_spans(text, doc.headings, config, pages), lambda s: s.text(text))
+    spans = chunk_spans(text, doc.headings, config, pages)
+    dropped = 0
+    if doc.format in CONTENT_FREE_FORMATS:
+        spans, dropped = drop_content_free(spans, lambda s: s.text(text))
     split = 0
     if window is not None:
         spans, split = fit_spans(text, spans, window)

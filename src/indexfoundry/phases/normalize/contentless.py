@@ -9,10 +9,11 @@ the reader: the page text (``get_page``, expansion) is cut from the extracted do
 the chunks.
 
 A chunk is content-free when, after removing every line of those kinds (and heading lines, which
-a chunk's breadcrumb carries anyway), fewer than ``MIN_WORDS`` words remain. Such chunks are
-dropped at normalize, and counted (``content_free_dropped`` in the normalize stats), except
-when every chunk of a document is content-free: then the document keeps them, so that it can
-still be found.
+a chunk's breadcrumb carries anyway), fewer than ``MIN_WORDS`` words remain and it holds no code
+fence. Such chunks of markdown and HTML documents (``FORMATS``) are dropped at normalize, and
+counted (``content_free_dropped`` in the normalize stats), except when every chunk of a
+document is content-free: then the document keeps them, so that it can still be found. Other
+formats keep every chunk: a csv or json record of two short fields is content, not residue.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from typing import TypeVar
 
 # Fewer words than this outside link definitions, link lists, images, comments and headings.
 MIN_WORDS = 3
+# Document formats whose chunks are checked (markdown, and HTML pages converted to markdown).
+FORMATS = frozenset({"markdown", "html", "url"})
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
 
 _LINE_KINDS = re.compile(
     r"""^(?:
@@ -55,7 +59,9 @@ def _residue(line: str) -> bool:
 
 
 def content_free(text: str) -> bool:
-    """True if ``text`` has fewer than ``MIN_WORDS`` words outside residue lines."""
+    """True if ``text`` has fewer than ``MIN_WORDS`` words outside residue lines and no code fence."""
+    if _FENCE.search(text):
+        return False
     words = 0
     for line in text.splitlines():
         if _residue(line):

@@ -39,6 +39,7 @@ def test_residue_alone_is_content_free(text: str):
         "![Screenshot](img/x.png)\n\n*Above: the indexer in progress*",
         "- [Themes](themes.md): how to write one\n",
         "```yaml\ntheme: mkdocs\n```",
+        "```\n$ ls\n```",
     ],
 )
 def test_a_few_words_of_prose_or_code_keep_a_chunk(text: str):
@@ -73,3 +74,31 @@ def test_a_sections_trailing_link_definitions_are_not_a_chunk():
     assert out.content_free == 2  # the link block, and "# Developing Themes" alone (too long to merge)
     assert all("[custom_dir]:" not in c.content.text for c in out.chunks)
     assert [c.chunk_index for c in out.chunks] == list(range(len(out.chunks)))
+
+
+def _doc(text: str, fmt: str) -> ExtractedDocument:
+    return ExtractedDocument(
+        doc_id="d" * 64,
+        uri="doc",
+        format=fmt,  # type: ignore[arg-type]
+        content_hash="c" * 64,
+        content_type="text/plain",
+        text_path="extracted/x.txt",
+        text_sha256="e" * 64,
+        char_count=len(text),
+        headings=[
+            Heading(level=1, text="One", byte_start=0, line=1),
+            Heading(level=2, text="Two", byte_start=7, line=3),
+        ],
+    )
+
+
+def test_only_markdown_and_html_documents_lose_content_free_chunks():
+    text = "# One\n\n## Two\n\n" + "Some real words in here. " * 70
+    config = NormalizeConfig(chunk_strategy="by_heading")
+    markdown, plain = (
+        _chunked(_doc(text, "markdown"), text, None, config),
+        _chunked(_doc(text, "txt"), text, None, config),
+    )
+    assert markdown.content_free == 1 and len(plain.chunks) == len(markdown.chunks) + 1
+    assert plain.content_free == 0 and plain.chunks[0].content.text == "# One"
