@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from indexfoundry import api
-from indexfoundry.app.answers import DEPTH, _Keyed, first_rank, read_answers, score_ranks, squash
+from indexfoundry.app.answers import DEPTH, KeyedQuestion, first_rank, read_answers, score_ranks, squash
 from indexfoundry.app.eval import read_qrels, read_queries, score_rankings
 from indexfoundry.retrieval.service import rrf_fuse, weighted_fuse
 
@@ -161,7 +161,7 @@ def answers_score(cache: dict[str, Any], fuser: Fuser, split: str | None) -> dic
     for row in cache["questions"]:
         q = AnswerQuestion.model_validate(row)
         if split is None or q.split == split:
-            ranks[q.id] = first_rank([c for c, _ in rankings[q.id]], text_of, _Keyed(q), 1.0)
+            ranks[q.id] = first_rank([c for c, _ in rankings[q.id]], text_of, KeyedQuestion(q), 1.0)
     return score_ranks(ranks)
 
 

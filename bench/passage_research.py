@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from indexfoundry import api
-from indexfoundry.app.answers import DEPTH, _Keyed, first_rank, read_answers, score_ranks, squash
+from indexfoundry.app.answers import DEPTH, KeyedQuestion, first_rank, read_answers, score_ranks, squash
 from indexfoundry.backends.keyword.bm25 import BM25_PARAMS, _stemmer, corpus_token_ids, tokenize
 from indexfoundry.models.answers import AnswerQuestion
 from indexfoundry.retrieval.service import rrf_fuse
@@ -136,7 +136,7 @@ def evaluate(data: dict[str, Any], rank: Callable[[str, str], list[str]], split:
         q = AnswerQuestion.model_validate(row)
         if split is None or q.split == split:
             ids = rank(q.id, q.question)[:DEPTH]
-            ranks[q.id] = first_rank(ids, lambda cid: squashed[cid], _Keyed(q), 1.0)
+            ranks[q.id] = first_rank(ids, lambda cid: squashed[cid], KeyedQuestion(q), 1.0)
     return score_ranks(ranks)
 
 

@@ -108,7 +108,7 @@ def coverage(chunk_text: str, passage: str) -> float:
 
 
 @dataclass
-class _Keyed:
+class KeyedQuestion:
     """A question ready for matching: squashed passage, and its file."""
 
     question: AnswerQuestion
@@ -118,7 +118,7 @@ class _Keyed:
         self.passage = squash(self.question.passage)
 
 
-def holds(text: str, uri: str, keyed: _Keyed, min_overlap: float) -> bool:
+def holds(text: str, uri: str, keyed: KeyedQuestion, min_overlap: float) -> bool:
     """True if a chunk (squashed ``text``, source ``uri``) holds the question's passage."""
     if not file_matches(uri, keyed.question.file):
         return False
@@ -128,7 +128,7 @@ def holds(text: str, uri: str, keyed: _Keyed, min_overlap: float) -> bool:
 
 
 def first_rank(
-    chunk_ids: Iterable[str], text_of: Callable[[str], tuple[str, str]], keyed: _Keyed, min_overlap: float
+    chunk_ids: Iterable[str], text_of: Callable[[str], tuple[str, str]], keyed: KeyedQuestion, min_overlap: float
 ) -> int | None:
     """Rank (from 1) of the first chunk that holds the passage, or None. ``text_of(chunk_id)`` →
     (squashed text, source uri)."""
@@ -196,7 +196,7 @@ class _Texts:
         return found
 
 
-def unreachable(service: SearchService, keyed: list[_Keyed], text_of: _Texts, min_overlap: float) -> list[str]:
+def unreachable(service: SearchService, keyed: list[KeyedQuestion], text_of: _Texts, min_overlap: float) -> list[str]:
     """Ids of the questions whose passage no chunk of the run holds."""
     missing = []
     ids = list(service.chunks)
@@ -227,7 +227,7 @@ def evaluate_answers(
     if not 0 < min_overlap <= 1:
         raise ConfigInvalid(f"min_overlap {min_overlap} is not in (0, 1]", suggestion="Use e.g. 1.0 or 0.5")
     cfg = service.reranker_config
-    keyed = [_Keyed(q) for q in questions]
+    keyed = [KeyedQuestion(q) for q in questions]
     text_of = _Texts(service)
     result = AnswersResult(
         run_id=service.run_id,
