@@ -10,7 +10,7 @@ Two kinds of data:
 - an answers file (``bench/data/mkdocs_answers.json``) on a docs run: the legs of every question,
   scored by hit@k / MRR@10 of the answer passage, tuned on ``dev``, reported on ``test``.
 
-    flock /work/helpers/heavy.lock nice -n 10 .venv/bin/python bench/fusion_research.py legs-beir \
+    nice -n 10 .venv/bin/python bench/fusion_research.py legs-beir \
         ../shared/corpora/benchmark/scifact --run-id RUN --runs-dir RUNS --splits train,test --out legs.json
     .venv/bin/python bench/fusion_research.py legs-answers bench/data/mkdocs_answers.json \
         --run-id RUN --runs-dir RUNS --out mk-legs.json

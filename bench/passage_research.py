@@ -7,7 +7,7 @@ variants of the keyword leg (built in memory with the product's tokenizer and BM
 and of page-aware scoring, fused as the product fuses (RRF, k = 60, top 100 of each leg), by
 hit@k / MRR@10 of the answer passage on the dev and test splits:
 
-    flock /work/helpers/heavy.lock nice -n 10 .venv/bin/python bench/passage_research.py cache \
+    nice -n 10 .venv/bin/python bench/passage_research.py cache \
         bench/data/mkdocs_answers.json --run-id RUN --runs-dir RUNS --out mk-cache.json
     .venv/bin/python bench/passage_research.py run mk-cache.json
 """
