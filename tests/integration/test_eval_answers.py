@@ -8,11 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from indexfoundry import api
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_run_config
+from indexfoundry.surfaces.cli import app
 from tests.conftest import folder_config, write_tree
 from tests.integration.test_eval_beir import invoke
 from tests.rerank_support import RerankServer
@@ -47,9 +49,11 @@ def test_answers_on_a_docs_folder_score_the_rank_of_the_first_chunk_holding_the_
     docs, answers = _answers(tmp_path)
     runs = tmp_path / "runs"
     base = ["--answers", str(answers), str(docs), "--runs-dir", str(runs), "--embedding-model", "hash", "--json"]
-    code, out = invoke(*base)
+    done = CliRunner().invoke(app, ["eval", *base])
+    code, out = done.exit_code, done.stdout
     assert code == 0, out
     report = json.loads(out)
+    assert "2 passages are in no chunk of the run" in done.stderr
     assert set(report["metrics"]) == {"semantic", "keyword", "hybrid"}
     assert report["questions"] == 4 and report["split"] == "all"
     # Whitespace runs in a passage count as one space; a mistyped passage and a passage keyed to

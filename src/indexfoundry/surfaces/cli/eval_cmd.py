@@ -29,6 +29,10 @@ def render_answers(result: api.AnswersResult) -> None:
     typer.echo(f"{'mode':<10}" + "".join(f"{m:>10}" for m in api.ANSWER_METRICS))
     for mode, values in result.metrics.items():
         typer.echo(f"{mode:<10}" + "".join(f"{values[m]:>10.4f}" for m in api.ANSWER_METRICS))
+
+
+def warn_unreachable(result: api.AnswersResult) -> None:
+    """On stderr in every output form: a passage no chunk holds is a bad key or a chunking cut."""
     if result.unreachable:
         shown = ", ".join(result.unreachable[:5]) + (" ..." if len(result.unreachable) > 5 else "")
         typer.echo(
@@ -140,6 +144,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(json.dumps(found.to_json(), indent=2))
             else:
                 render_answers(found)
+            warn_unreachable(found)
             _exit_below(found.metrics, limits)
             return
         thresholds = api.eval_thresholds(minimum)
