@@ -1,5 +1,7 @@
 """Full index of a docs folder as docs mode builds it (every file, ``by_heading``), in a fresh
-runs folder: wall seconds, each phase's seconds (from the run manifest) and the chunk count.
+runs folder: wall seconds, CPU seconds (this process, and the worker processes that ended
+before it reports: a pool still alive is not counted), each phase's seconds (from the run
+manifest) and the chunk count.
 
 Run it once per code version, interleaved, to compare index time (A/B in one session):
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import time
 from datetime import datetime
@@ -40,7 +43,13 @@ def main() -> None:
     manifest = json.loads((args.runs_dir / out.run_id / "manifest.json").read_text(encoding="utf-8"))
     phases = {name: _seconds(p["started_at"], p["completed_at"]) for name, p in manifest["phases"].items()}
     stats = manifest["phases"]["normalize"]["stats"]
-    report = {"status": out.status, "wall_s": wall, "phases_s": phases, "chunks": stats["chunks_created"]}
+    cpu = sum(
+        getattr(resource.getrusage(who), field)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for field in ("ru_utime", "ru_stime")
+    )
+    report = {"status": out.status, "wall_s": wall, "cpu_s": round(cpu, 2), "phases_s": phases}
+    report["chunks"] = stats["chunks_created"]
     report["content_free_dropped"] = stats.get("content_free_dropped")
     print(json.dumps(report))
 
