@@ -31,7 +31,7 @@ from typing import Any
 from indexfoundry import api
 from indexfoundry.app.answers import DEPTH, KeyedQuestion, first_rank, read_answers, score_ranks, squash
 from indexfoundry.app.eval import read_qrels, read_queries, score_rankings
-from indexfoundry.retrieval.service import rrf_fuse, weighted_fuse
+from indexfoundry.retrieval.fusion import rrf_fuse, weighted_fuse
 
 Ranked = list[tuple[str, float]]
 Fuser = Callable[[str, Ranked, Ranked], Ranked]

@@ -27,7 +27,7 @@ from indexfoundry import api
 from indexfoundry.app.answers import DEPTH, KeyedQuestion, first_rank, read_answers, score_ranks, squash
 from indexfoundry.backends.keyword.bm25 import BM25_PARAMS, _stemmer, corpus_token_ids, tokenize
 from indexfoundry.models.answers import AnswerQuestion
-from indexfoundry.retrieval.service import rrf_fuse
+from indexfoundry.retrieval.fusion import rrf_fuse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fusion_research import FUSERS, grid
