@@ -57,6 +57,45 @@ def _answers(
     return result, thresholds
 
 
+def _evaluate_answers(
+    answers: Path,
+    folder: Path | None,
+    split: str | None,
+    mode: str,
+    minimum: list[str],
+    json_out: bool,
+    **options: object,
+) -> None:
+    found, limits = _answers(answers, folder, split, mode, minimum, **options)
+    if json_out:
+        typer.echo(json.dumps(found.to_json(), indent=2))
+    else:
+        render_answers(found)
+    warn_unreachable(found)
+    _exit_below(found.metrics, limits)
+
+
+AnswersFile = typer.Option(
+    None,
+    "--answers",
+    help="Questions keyed to verbatim answer passages (JSON): hit@1/3/5/10 and MRR@10 per mode.",
+    show_default=False,
+)
+Split = typer.Option(
+    None,
+    "--split",
+    help="BEIR: qrels split (default test). --answers: dev, test or all (default all).",
+    show_default=False,
+)
+MinOverlap = typer.Option(
+    1.0,
+    "--min-overlap",
+    min=0.01,
+    max=1.0,
+    help="--answers: share of a passage cut by a chunk boundary that one chunk must hold to count.",
+)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def evaluate(
@@ -66,25 +105,9 @@ def register(app: typer.Typer) -> None:
             "with --answers: a docs folder, indexed as 'mcp --docs' indexes it.",
             show_default=False,
         ),
-        answers: Path | None = typer.Option(
-            None,
-            "--answers",
-            help="Questions keyed to verbatim answer passages (JSON): hit@1/3/5/10 and MRR@10 per mode.",
-            show_default=False,
-        ),
-        split: str | None = typer.Option(
-            None,
-            "--split",
-            help="BEIR: qrels split (default test). --answers: dev, test or all (default all).",
-            show_default=False,
-        ),
-        min_overlap: float = typer.Option(
-            1.0,
-            "--min-overlap",
-            min=0.01,
-            max=1.0,
-            help="--answers: share of a passage cut by a chunk boundary that one chunk must hold to count.",
-        ),
+        answers: Path | None = AnswersFile,
+        split: str | None = Split,
+        min_overlap: float = MinOverlap,
         mode: str = typer.Option("all", "--mode", help="semantic | keyword | hybrid | all"),
         runs_dir: Path | None = RunsDir,
         run_id: str | None = typer.Option(None, "--run-id", help="Evaluate this existing run instead."),
@@ -122,16 +145,18 @@ def register(app: typer.Typer) -> None:
             raise ConfigInvalid(f"unknown mode '{mode}'", suggestion="Use semantic, keyword, hybrid or all")
         progress = RichProgress(enabled=None if not json_out else False)
         if answers is not None:
-            if queries is not None or qrels is not None or rankings is not None:
+            if queries is not None or qrels is not None or rankings is not None or record:
                 raise ConfigInvalid(
-                    "--queries, --qrels and --rankings are for BEIR evaluations", suggestion="Drop them with --answers"
+                    "--queries, --qrels, --rankings and --record are for BEIR evaluations",
+                    suggestion="Drop them with --answers",
                 )
-            found, limits = _answers(
+            _evaluate_answers(
                 answers,
                 beir_dir,
                 split,
                 mode,
                 minimum,
+                json_out,
                 run_id=run_id,
                 min_overlap=min_overlap,
                 runs_dir=runs_dir,
@@ -140,37 +165,49 @@ def register(app: typer.Typer) -> None:
                 reranker=reranker,
                 top_k_to_rerank=rerank_top_k,
             )
-            if json_out:
-                typer.echo(json.dumps(found.to_json(), indent=2))
-            else:
-                render_answers(found)
-            warn_unreachable(found)
-            _exit_below(found.metrics, limits)
             return
-        thresholds = api.eval_thresholds(minimum)
-        result: api.EvalResult = api.evaluate(
+        source = queries if queries is not None else beir_dir
+        record_as = (source.name if source is not None else "") if record else None
+        _evaluate_beir(
+            minimum,
+            json_out,
+            rankings,
+            record_as,
             beir_dir=beir_dir,
             split=split or "test",
             run_id=run_id,
             queries=queries,
             qrels=qrels,
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,
             runs_dir=runs_dir,
             embedding_model=embedding_model,
             progress=progress,
             reranker=reranker,
             top_k_to_rerank=rerank_top_k,
         )
-        if rankings is not None:
-            api.eval_write_rankings(result, rankings)
-        if record:
-            source = queries if queries is not None else beir_dir
-            api.eval_record(result, runs_dir=runs_dir, source=source.name if source is not None else None)
-        if json_out:
-            typer.echo(json.dumps(result.to_json(), indent=2))
-        else:
-            render(result)
-        _exit_below(result.metrics, thresholds)
+
+
+def _evaluate_beir(
+    minimum: list[str],
+    json_out: bool,
+    rankings: Path | None,
+    record_as: str | None,
+    runs_dir: Path | None = None,
+    **options: object,
+) -> None:
+    """A BEIR evaluation; ``record_as``: None, or the queries' file name to record the metrics
+    under in the run ("" when the queries have no file of their own)."""
+    thresholds = api.eval_thresholds(minimum)
+    result: api.EvalResult = api.evaluate(runs_dir=runs_dir, **options)  # type: ignore[arg-type]
+    if rankings is not None:
+        api.eval_write_rankings(result, rankings)
+    if record_as is not None:
+        api.eval_record(result, runs_dir=runs_dir, source=record_as or None)
+    if json_out:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        render(result)
+    _exit_below(result.metrics, thresholds)
 
 
 def _exit_below(metrics: dict[str, dict[str, float]], thresholds: dict[tuple[str | None, str], float]) -> None:
