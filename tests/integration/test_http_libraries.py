@@ -67,9 +67,10 @@ def test_serve_start_with_libraries_lists_searches_and_reads_by_library_and_vers
         query = {"query": "installer flux sprocket requirements"}
         ranged = client.post("/libraries/search", json={**query, "library": "widget", "version": ">=1 <2"}).json()
         everything = client.post("/libraries/search", json={**query, "top_k": 10}).json()
-        path = "widget-1.0/install.md"
-        page = client.get("/libraries/widget/page", params={"path": path, "version": "1.x"}).json()
-        section = client.get("/libraries/widget/section", params={"path": "widget-2.0/install.md", "heading": "Steps"})
+        # The same page has the same path in every version: relative to each version's folder.
+        page = client.get("/libraries/widget/page", params={"path": "install.md", "version": "1.x"}).json()
+        section = client.get("/libraries/widget/section", params={"path": "install.md", "heading": "Steps"})
+        stored = client.get("/libraries/widget/page", params={"path": "widget-2.0/install.md"})
         pages = client.get("/libraries/gadget/pages").json()
         missing = client.post("/libraries/search", json={**query, "library": "nope"})
         no_version = client.get("/libraries/widget/pages", params={"version": "9.x"})
@@ -89,7 +90,11 @@ def test_serve_start_with_libraries_lists_searches_and_reads_by_library_and_vers
     assert page["version"] == "1.0" and page["run_id"] == built["widget", "1.0"]
     assert "widget 1.0 needs a calibrated flux sprocket" in page["text"]
     assert section.status_code == 200 and "Run the widget 2.0 installer twice." in section.json()["text"]
-    assert [p["path"] for p in pages["pages"]] == ["gadget-1.4/install.md", "gadget-1.4/usage.md"]
+    assert page["path"] == "install.md" and section.json()["path"] == "install.md"
+    assert stored.status_code == 200 and stored.json()["path"] == "install.md"  # the stored form is accepted
+    assert [p["path"] for p in pages["pages"]] == ["install.md", "usage.md"]
+    assert {r["path"] for r in everything["results"]} <= {"install.md", "usage.md"}
+    assert all(r["result"]["source"]["uri"].endswith("/" + r["path"]) for r in everything["results"])
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
     assert no_version.status_code == 404 and no_version.json()["error"]["code"] == "NOT_FOUND"
     ours = {"/libraries", "/libraries/search", "/libraries/{name}/pages", "/libraries/{name}/page"}

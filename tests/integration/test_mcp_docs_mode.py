@@ -172,3 +172,36 @@ def test_a_runs_folder_inside_the_docs_folder_is_neither_indexed_nor_a_change(tr
     assert index.refreshes == 1
     uris = set(_chunk_texts(docs / "runs", first).values())
     assert uris and not any(uri.startswith("docs/runs/") for uri in uris)
+
+
+def test_docs_mode_lists_the_documents_of_the_folder_not_its_other_files(tree, runs_dir: Path):
+    files: dict[str, str | bytes] = {
+        **SAMPLE_DOCS,
+        "CNAME": "www.example.org\n",
+        "css/extra.css": "body { color: #222; }\n",
+        "js/site.js": "console.log('menu');\n",
+        "img/logo.png": b"\x89PNG\r\n\x1a\n" + bytes(64),
+        "mkdocs.yml": "site_name: Sample\n",
+        "api/notes.rst": "Notes\n=====\n\nThe reference notes.\n",
+        "legacy/page.HTML": "<html><head><title>Legacy</title></head><body><p>Old page.</p></body></html>",
+    }
+    docs = tree(files)
+    server, _ = create_server(ServerOptions(runs_dir=runs_dir, docs=docs, embedding_model="hash", watch=False))
+
+    async def main():
+        async with Client(server) as client:
+            listed = await client.call_tool("list_pages", {})
+            cname = await client.call_tool("get_page", {"path": "CNAME"})
+            return listed, cname
+
+    listed, cname = anyio.run(main)
+    assert [p["path"] for p in structured(listed)["pages"]] == [
+        "api/notes.rst",
+        "guide/install.md",
+        "guide/theme.md",
+        "index.md",
+        "legacy/page.HTML",
+    ]
+    assert structured(cname)["error"]["code"] == "NOT_FOUND"
+    raw = [row["uri"] for row in iter_jsonl(RunLayout(runs_dir / structured(listed)["run_id"]).raw_manifest)]
+    assert raw == sorted(raw) and not any(uri.endswith(("CNAME", ".css", ".js", ".png", ".yml")) for uri in raw)

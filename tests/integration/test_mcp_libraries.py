@@ -79,10 +79,10 @@ def test_two_libraries_with_two_versions_each_are_served_with_versions_ranges_an
                 out[f"widget {version}"] = structured(result)
             out["all"] = await session.call_tool("search_docs", {**query, "top_k": 10})
             out["page"] = await session.call_tool(
-                "get_page", {"library": "gadget", "version": "1.x", "path": "gadget-1.4/install.md"}
+                "get_page", {"library": "gadget", "version": "1.x", "path": "install.md"}
             )
             out["section"] = await session.call_tool(
-                "get_section", {"library": "gadget", "path": "gadget-2.1/install.md", "heading": "Steps"}
+                "get_section", {"library": "gadget", "path": "install.md", "heading": "Steps"}
             )
             out["pages"] = structured(await session.call_tool("list_pages", {"library": "widget", "version": "2.0"}))
             out["no library"] = error_code(await session.call_tool("search_docs", {**query, "library": "nope"}))
@@ -117,8 +117,49 @@ def test_two_libraries_with_two_versions_each_are_served_with_versions_ranges_an
     assert "gadget 1.4 needs a calibrated flux sprocket" in "\n".join(texts(out["page"]))
     assert structured(out["section"])["version"] == "2.1"
     assert "Run the gadget 2.1 installer twice." in "\n".join(texts(out["section"]))
-    assert [p["path"] for p in out["pages"]["pages"]] == ["widget-2.0/install.md", "widget-2.0/usage.md"]
+    assert [p["path"] for p in out["pages"]["pages"]] == ["install.md", "usage.md"]
+    assert {r["path"] for r in everything["results"]} <= {"install.md", "usage.md"}
     assert out["no library"] == "NOT_FOUND" and out["no version"] == "NOT_FOUND"
+
+
+@pytest.mark.slow
+def test_the_same_page_has_the_same_path_in_every_version_of_a_library(tmp_path: Path):
+    for folder, word in (("w1", "one"), ("w2", "two")):
+        pages = {"install.md": f"# Install\n\nPip install widget {word}.\n", "guide/use.md": f"# Use\n\n{word}.\n"}
+        write_tree(tmp_path / folder, pages)
+    args = ["--runs-dir", "runs", "--embedding-model", "hash", "--library", "widget@1.0=./w1", "--library"]
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with stdio_session(*args, "widget@2.0=./w2", cwd=tmp_path, env=server_env()) as session:
+            for version in ("1.0", "2.0"):
+                page = {"library": "widget", "version": version, "path": "install.md"}
+                out[f"page {version}"] = await session.call_tool("get_page", page)
+                section = {"library": "widget", "version": version, "path": "guide/use.md", "heading": "Use"}
+                out[f"section {version}"] = await session.call_tool("get_section", section)
+                listing = {"library": "widget", "version": version}
+                out[f"pages {version}"] = structured(await session.call_tool("list_pages", listing))
+                guide = await session.call_tool("list_pages", {**listing, "prefix": "guide/"})
+                out[f"guide {version}"] = structured(guide)
+                query = {"query": "pip install widget", "library": "widget", "version": version}
+                out[f"search {version}"] = structured(await session.call_tool("search_docs", query))
+            stored = {"library": "widget", "version": "1.0", "path": "w1/install.md"}
+            out["stored"] = await session.call_tool("get_page", stored)
+            out["missing"] = await session.call_tool("get_page", {"library": "widget", "path": "use.md"})
+        return out
+
+    out = anyio.run(main)
+    for version, word in (("1.0", "one"), ("2.0", "two")):
+        page = out[f"page {version}"]
+        assert not page.is_error, texts(page)
+        assert structured(page)["path"] == "install.md" and f"Pip install widget {word}." in texts(page)[1]
+        assert structured(out[f"section {version}"])["path"] == "guide/use.md"
+        assert [p["path"] for p in out[f"pages {version}"]["pages"]] == ["guide/use.md", "install.md"]
+        assert [p["path"] for p in out[f"guide {version}"]["pages"]] == ["guide/use.md"]
+        assert out[f"search {version}"]["results"][0]["path"] == "install.md"
+    assert structured(out["stored"])["path"] == "install.md"  # the stored form is accepted too
+    assert error_code(out["missing"]) == "NOT_FOUND"
+    assert "Did you mean: guide/use.md" in texts(out["missing"])[0]
 
 
 def test_a_library_removed_from_libraries_yaml_is_no_longer_served(tmp_path: Path, runs_dir: Path):
@@ -140,9 +181,7 @@ def test_a_library_removed_from_libraries_yaml_is_no_longer_served(tmp_path: Pat
             spec.write_text(f"libraries:\n  - {{name: widget, version: '1.0', source: {one}}}\n", encoding="utf-8")
             after = await client.call_tool("list_libraries", {})
             now_latest = await client.call_tool("search_docs", {"query": "installer", "library": "widget"})
-            gone = await client.call_tool(
-                "get_page", {"library": "widget", "version": "2.0", "path": "widget-2.0/install.md"}
-            )
+            gone = await client.call_tool("get_page", {"library": "widget", "version": "2.0", "path": "install.md"})
             return before, latest, after, now_latest, gone
 
     before, latest, after, now_latest, gone = anyio.run(main)
@@ -168,8 +207,8 @@ def test_a_library_served_from_a_config_file_is_rebuilt_when_the_file_changes(tm
             return before, after
 
     before, after = anyio.run(main)
-    assert structured(before)["pages"][0]["path"] == "widget-1.0/install.md"
-    assert structured(after)["pages"][0]["path"] == "widget-1.0.1/install.md"
+    # The rebuilt version reads another folder; its pages keep their paths.
+    assert structured(before)["pages"][0]["path"] == structured(after)["pages"][0]["path"] == "install.md"
     assert structured(after)["run_id"] != structured(before)["run_id"]
 
 

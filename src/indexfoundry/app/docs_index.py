@@ -1,8 +1,8 @@
 """Zero-config docs mode: ``indexfoundry mcp --docs FOLDER``.
 
-- First start: builds a run over the folder with the defaults (every file, ``by_heading``
-  chunks, the local embedding model unless ``--embedding-model`` says otherwise), progress on
-  stderr.
+- First start: builds a run over the folder with the defaults (its documents: markdown, text,
+  reStructuredText, HTML, PDF and Word files; ``by_heading`` chunks, the local embedding model
+  unless ``--embedding-model`` says otherwise), progress on stderr.
 - Later starts: reuse the newest run built from the same config if the folder still has the
   same files with the same contents (checked by SHA-256 against the run's raw manifest).
 - While serving: a watchfiles thread refreshes the index when files change, and every query
@@ -50,9 +50,16 @@ def default_docs_runs_dir() -> Path:
     return Path(base) / "indexfoundry" / "runs"
 
 
+# What docs mode reads as pages: documents by their name. Files a docs folder holds beside them
+# (CNAME, images, stylesheets, scripts, data and config files) are not pages.
+DOCUMENT_SUFFIXES = ("md", "markdown", "mdown", "mdx", "rst", "txt", "text", "html", "htm", "xhtml", "pdf", "docx")
+DOCUMENTS_GLOB = "**/*.{" + ",".join(s for suffix in DOCUMENT_SUFFIXES for s in (suffix, suffix.upper())) + "}"
+
+
 def docs_config(folder: Path, runs_dir: Path, embedding_model: str = "local") -> PipelineConfig:
-    """The docs-mode pipeline config: every file of ``folder``, chunked by heading."""
-    source: dict[str, Any] = {"type": "folder", "path": str(folder), "glob": "**/*"}
+    """The docs-mode pipeline config: the documents of ``folder`` (``DOCUMENT_SUFFIXES``),
+    chunked by heading."""
+    source: dict[str, Any] = {"type": "folder", "path": str(folder), "glob": DOCUMENTS_GLOB}
     try:
         inside = runs_dir.resolve().relative_to(folder)
     except ValueError:
@@ -128,11 +135,6 @@ class DocsIndex:
         # One executor for the server's lifetime: its pool of limited worker processes (extract
         # and normalize jobs) stays warm between refreshes; closed by stop().
         self.executor = LocalExecutor()
-
-    @property
-    def page_prefix(self) -> str:
-        """Document uris start with the source name; agents see paths relative to the folder."""
-        return f"{self.source.name}/" if self.source.name else ""
 
     # ------------------------------------------------------------- state of the folder
     def snapshot(self) -> Snapshot:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexfoundry.errors import NotFound
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.ids import LATEST
 from indexfoundry.models.manifests import RunManifest
@@ -237,17 +236,11 @@ class Run:
         _, found, text, others = self.pages.section(path, heading)
         return PageSection(path=path, breadcrumb=found.breadcrumb, text=text, other_matches=others)
 
-    def find_page(self, *paths: str) -> str:
-        """The page path (as the run stores it) of the first of ``paths`` that names a page;
-        NOT_FOUND (for the last one) when none does."""
+    def find_page(self, path: str, *, relative: bool = False) -> str:
+        """The page path (as the run stores it) that ``path`` names: as stored, or with ``relative``
+        relative to the run's folder or source root first (``pages.root``); NOT_FOUND otherwise."""
         reader = self.pages
-        for index, path in enumerate(paths):
-            try:
-                return page_key(reader.document(path))
-            except NotFound:
-                if index == len(paths) - 1:
-                    raise
-        raise NotFound("no page path given", suggestion="Pass a page path")
+        return page_key(reader.find(path) if relative else reader.document(path))
 
     def page_part(self, path: str, *, max_tokens: int | None, cursor: str | None = None) -> PagePart:
         """The text of page ``path`` from where ``cursor`` left off (the start without one),

@@ -8,6 +8,7 @@ and belongs in ``headers_env``, which holds only environment variable names.
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -70,6 +71,10 @@ class FolderSource(Strict):
     )
     records: RecordsSpec | None = Field(default=None, description="Split csv/jsonl files into records")
 
+    def uri_root(self) -> str:
+        """The name every document uri of this source starts with (``<name>/<path in the folder>``)."""
+        return self.name or PurePath(self.path).name
+
 
 class PdfSource(Strict):
     type: Literal["pdf"] = Field(description="One PDF, by URL or local path")
@@ -110,6 +115,13 @@ class RepoSource(Strict):
         default=2048, gt=0, le=1_048_576, description="A url repository's clone may not grow past this"
     )
     name: str | None = Field(default=None, description="Source name used in uris (default: the repo's name)")
+
+    def uri_root(self) -> str:
+        """The name every document uri of this source starts with (``<name>/<path in the repo>``)."""
+        if self.name:
+            return self.name
+        location = (self.path or self.url or "repo").rstrip("/")
+        return location.rsplit("/", 1)[-1].removesuffix(".git") or "repo"
 
     @model_validator(mode="after")
     def _one_location(self) -> RepoSource:

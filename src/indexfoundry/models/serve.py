@@ -167,6 +167,7 @@ class LibrarySearched(Strict):
 class LibrarySearchHit(Strict):
     library: str = Field(description="Library of the result")
     version: str = Field(description="Version of the library")
+    path: str = Field(description="Page path, relative to the library's folder or source root (same in every version)")
     result: SearchResult = Field(description="The result")
 
 
@@ -184,7 +185,7 @@ class LibraryPageView(Strict):
     library: str = Field(description="Library")
     version: str = Field(description="Version")
     run_id: str = Field(description="Run read")
-    path: str = Field(description="Page path (the document's source uri)")
+    path: str = Field(description="Page path, relative to the library's folder or source root")
     title: str | None = Field(default=None, description="Page title")
     text: str = Field(description="The page's extracted text")
 

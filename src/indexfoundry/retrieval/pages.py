@@ -5,6 +5,10 @@ record split from a csv/jsonl file is ``<uri>#<record id>``). Sections come from
 headings extract recorded (level, text, UTF-8 byte offset): a section runs from its heading
 to the next heading of the same or a higher level, and is named by its heading or by its
 breadcrumb (``Guide > Config > Theme``).
+
+A run that reads one folder or one repository has a *root*: the source name every uri starts
+with (``docs/``). ``find`` and ``relative`` name its pages relative to it (``guide/install.md``),
+so the same page has the same path in every run of a library, whatever its folder is called.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ import threading
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from indexfoundry.errors import NotFound
+from indexfoundry.errors import IndexFoundryError, NotFound
+from indexfoundry.models.config import FolderSource, RepoSource
 from indexfoundry.models.manifests import RunManifest
 from indexfoundry.models.records import ExtractedDocument, Heading
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.manifest import load_manifest
+from indexfoundry.storage.manifest import load_manifest, load_run_config
 
 CRUMB_SEPARATOR = " > "
 
@@ -82,6 +87,7 @@ class RunView:
         index = self.manifest.phases.get("index")
         self.indexed_at: str | None = index.completed_at if index is not None else None
         self._documents: dict[str, ExtractedDocument] | None = None
+        self._root: str | None = None
         self._lock = threading.Lock()
 
     @property
@@ -101,11 +107,49 @@ class RunView:
                 self._documents = {page_key(d): d for d in sorted(docs, key=page_key)}
             return self._documents
 
+    @property
+    def root(self) -> str:
+        """``<source name>/`` when the run reads one folder or one repository (every page path
+        starts with it), else ''."""
+        if self._root is None:
+            try:
+                sources = load_run_config(self.layout).connect.sources
+            except (IndexFoundryError, OSError, ValueError):
+                sources = []
+            only = sources[0] if len(sources) == 1 else None
+            self._root = f"{only.uri_root()}/" if isinstance(only, FolderSource | RepoSource) else ""
+        return self._root
+
+    def relative(self, key: str) -> str:
+        """A page path (as stored) relative to the run's root."""
+        root = self.root
+        return key[len(root) :] if root and key.startswith(root) else key
+
+    def find(self, path: str) -> ExtractedDocument:
+        """The document a page path names relative to the run's root (``guide/install.md``) or as
+        stored (``docs/guide/install.md``), the relative reading first; NOT_FOUND suggests
+        relative paths."""
+        _refuse_traversal(path, self.run_id)
+        clean = path.strip().lstrip("/")
+        root = self.root
+        found = self.documents.get(root + clean) if root else None
+        if found is not None:
+            return found
+        try:
+            return self.document(path)
+        except NotFound:
+            if not root:
+                raise
+        close = [self.relative(k) for k in self.documents if k.endswith(clean)][:5]
+        raise NotFound(
+            f"no page '{path}' in run {self.run_id}",
+            suggestion=("Did you mean: " + ", ".join(close)) if close else "Call list_pages for page paths",
+        )
+
     def document(self, path: str) -> ExtractedDocument:
         """The document called ``path`` (its uri); traversal-looking names are refused outright."""
+        _refuse_traversal(path, self.run_id)
         clean = path.strip()
-        if not clean or "\0" in clean or ".." in PurePosixPath(clean).parts:
-            raise NotFound(f"no page '{path}' in run {self.run_id}", suggestion="Call list_pages for page paths")
         found = self.documents.get(clean) or self.documents.get(clean.lstrip("/"))
         if found is None:
             close = [k for k in self.documents if k.endswith(clean.lstrip("/"))][:5]
@@ -142,3 +186,9 @@ class RunView:
         first = matches[0]
         body = data[first.byte_start : first.byte_end].decode("utf-8", errors="replace")
         return doc, first, body.rstrip("\n"), [m.breadcrumb for m in matches[1:]]
+
+
+def _refuse_traversal(path: str, run_id: str) -> None:
+    clean = path.strip()
+    if not clean or "\0" in clean or ".." in PurePosixPath(clean).parts:
+        raise NotFound(f"no page '{path}' in run {run_id}", suggestion="Call list_pages for page paths")

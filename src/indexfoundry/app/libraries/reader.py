@@ -1,5 +1,6 @@
 """Listing, searching and reading the libraries of a registry (what the HTTP API and the MCP
-server answer about them)."""
+server answer about them). Page paths are relative to each library's folder or source root
+(``install.md``, whatever the folder of a version is called); the stored form is accepted too."""
 
 from __future__ import annotations
 
@@ -89,12 +90,12 @@ class LibraryReader:
         with self.runs.using(lib.run_id()) as run:
             if admit is not None:
                 admit(run)
-            page = run.page(path)
+            page = run.page(run.find_page(path, relative=True))
             return LibraryPageView(
                 library=lib.name,
                 version=lib.version,
                 run_id=run.id,
-                path=path,
+                path=run.pages.relative(page.path),
                 title=page.document.title,
                 text=page.text,
             )
@@ -106,12 +107,13 @@ class LibraryReader:
         with self.runs.using(lib.run_id()) as run:
             if admit is not None:
                 admit(run)
-            found = run.section(path, heading)
+            stored = run.find_page(path, relative=True)
+            found = run.section(stored, heading)
             return LibrarySectionView(
                 library=lib.name,
                 version=lib.version,
                 run_id=run.id,
-                path=path,
+                path=run.pages.relative(stored),
                 breadcrumb=found.breadcrumb,
                 text=found.text,
                 other_matches=found.other_matches,
@@ -130,7 +132,10 @@ class LibraryReader:
         with self.runs.using(lib.run_id()) as run:
             if admit is not None:
                 admit(run)
-            documents = run.pages.documents
-            keys = [k for k in documents if prefix is None or k.startswith(prefix)]
-            items = [LibraryPageItem(path=k, title=documents[k].title) for k in keys[offset : offset + limit]]
+            view = run.pages
+            documents = view.documents
+            wanted = None if prefix is None else view.root + prefix.lstrip("/")
+            keys = [k for k in documents if wanted is None or k.startswith(wanted)]
+            chosen = keys[offset : offset + limit]
+            items = [LibraryPageItem(path=view.relative(k), title=documents[k].title) for k in chosen]
             return LibraryPagesView(library=lib.name, version=lib.version, run_id=run.id, total=len(keys), pages=items)

@@ -4,7 +4,8 @@ A search names a library (at the version ``version`` picks) or none (every libra
 version ``version`` picks, default the latest). Each library's run answers in the mode asked
 when it offers it, else in its default mode; the results of all of them are merged by score
 (ties: the library label, then each library's own order), cut to ``top_k`` and labelled with
-their library and version. The HTTP API returns that whole; the MCP server pages it within
+their library and version, and their page path relative to the library's folder or source root
+(the same page has the same path in every version). The HTTP API returns that whole; the MCP server pages it within
 ``max_tokens`` (``LibrarySearch.page``): whole results as fit, a result larger than the budget
 in parts (``text_range``), and a ``next_cursor`` bound to the request and to the runs searched.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from indexfoundry.app.libraries.registry import LibraryRegistry
-from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest
+from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchRequest, SearchResult
 from indexfoundry.models.serve import LibrarySearched, LibrarySearchHit, LibrarySearchView
 from indexfoundry.retrieval.budget import (
     CharCounter,
@@ -98,14 +99,15 @@ def search_libraries(
             response = run.search_request(request.model_copy(update={"mode": asked}))
             if len(chosen) == 1:
                 counter = run.token_counter
+            paths = [run.pages.relative(_stored_path(result)) for result in response.results]
         searched.append(
             LibrarySearched(
                 library=lib.name, version=lib.version, run_id=response.run_id, indexed_at=response.indexed_at
             )
         )
         warnings.extend(f"{lib.label}: {w}" for w in response.warnings)
-        for order, result in enumerate(response.results):
-            hit = LibrarySearchHit(library=lib.name, version=lib.version, result=result)
+        for order, (result, path) in enumerate(zip(response.results, paths, strict=True)):
+            hit = LibrarySearchHit(library=lib.name, version=lib.version, path=path, result=result)
             found.append((-result.score, lib.label, order, hit))
     found.sort(key=lambda item: item[:3])
     key = request_key(_KIND, query, library, version, top_k, mode, [f.model_dump(mode="json") for f in request.filters])
@@ -118,6 +120,11 @@ def search_libraries(
         key=key,
         runs=request_key(*(s.run_id for s in searched)),
     )
+
+
+def _stored_path(result: SearchResult) -> str:
+    """The page path of a result as its run stores it (``uri``, or ``uri#record`` for a record)."""
+    return f"{result.source.uri}#{result.source.record_id}" if result.source.record_id else result.source.uri
 
 
 def _text_of(hit: LibrarySearchHit) -> str:

@@ -321,11 +321,7 @@ class RepoRead:
 
 
 def repo_name(source: RepoSource) -> str:
-    if source.name:
-        return source.name
-    location = (source.path or source.url or "repo").rstrip("/")
-    name = location.rsplit("/", 1)[-1]
-    return name.removesuffix(".git") or "repo"
+    return source.uri_root()
 
 
 def local_repo(source: RepoSource) -> Path:

@@ -66,7 +66,7 @@ class LibraryHit(Strict):
     rank: int = Field(description="1-based rank; text block [rank] holds the chunk")
     library: str = Field(description="Library of the result")
     version: str = Field(description="Version of the library")
-    path: str = Field(description="Page path (for get_page / get_section)")
+    path: str = Field(description="Page path, the same in every version (for get_page / get_section)")
     breadcrumb: str | None = Field(default=None, description="Heading breadcrumb")
     score: float = Field(description="Score, higher is better")
     chunk_id: str = Field(description="Chunk id")
@@ -289,7 +289,7 @@ def _hit(rank: int, item: LibrarySearchHit) -> tuple[LibraryHit, str]:
     ``[rank] library@version · path › breadcrumb (score)`` then the text."""
     result = item.result
     crumb = result.breadcrumb or result.metadata.heading_path or result.position.section
-    path = result.source.uri + (f"#{result.source.record_id}" if result.source.record_id else "")
+    path = item.path
     labelled = LibraryHit(
         rank=rank,
         library=item.library,

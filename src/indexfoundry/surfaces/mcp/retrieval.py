@@ -75,31 +75,35 @@ class RetrievalTools:
     """The four retrieval tools over a run source."""
 
     def __init__(
-        self, source: RunSource, runs: api.RunPool, flag_changed: bool = False, freshness: FreshnessGate | None = None
+        self,
+        source: RunSource,
+        runs: api.RunPool,
+        flag_changed: bool = False,
+        freshness: FreshnessGate | None = None,
+        relative_paths: bool = False,
     ) -> None:
         self.source = source
         self.runs = runs
         self.freshness = freshness or FreshnessGate()
         # Docs mode: say when a hit's file changed since its run was indexed (not rebuilt yet).
         self.flag_changed = flag_changed
-        # Docs mode: page paths are shown relative to the docs folder ("api/auth.md", not
-        # "mydocs/api/auth.md"); both forms are accepted.
-        self.page_prefix: str = getattr(source, "page_prefix", "")
+        # Docs mode and many libraries: page paths are shown relative to the run's folder or
+        # source root ("api/auth.md", not "mydocs/api/auth.md"), so a page has the same path in
+        # every run of it; the stored form is accepted too.
+        self.relative_paths = relative_paths
 
-    def shown(self, path: str) -> str:
-        """A page path as the agent sees it."""
-        return path[len(self.page_prefix) :] if self.page_prefix and path.startswith(self.page_prefix) else path
+    def shown(self, run: api.Run, path: str) -> str:
+        """A page path (as the run stores it) as the agent sees it."""
+        return run.pages.relative(path) if self.relative_paths else path
 
-    def stored(self, path: str) -> str:
-        """A page path an agent gave, as the run stores it (either form is accepted)."""
+    def stored(self, run: api.Run, path: str) -> str:
+        """A page path or prefix an agent gave, as the run stores it."""
         clean = path.strip().lstrip("/")
-        if self.page_prefix and not clean.startswith(self.page_prefix):
-            return self.page_prefix + clean
-        return clean
+        return run.pages.root + clean if self.relative_paths else clean
 
     def _page(self, run: api.Run, path: str) -> str:
         """The page path (as the run stores it) an agent's path names (either form)."""
-        return run.find_page(self.stored(path), path)
+        return run.find_page(path, relative=self.relative_paths)
 
     def stamp(self, run_id: str, indexed_at: str | None) -> str:
         """The first text block: which run answered, when it was indexed, and how stale it is."""
@@ -132,7 +136,7 @@ class RetrievalTools:
         ranks: dict[str, int] = {}  # chunk id -> rank of the results given so far (merged_into)
 
         def cost(result: SearchResult) -> int:
-            doc_hit, block = self._hit(999, result, ranks)  # the widest rank an answer numbers
+            doc_hit, block = self._hit(run, 999, result, ranks)  # the widest rank an answer numbers
             return counter.count(block) + counter.count(doc_hit.model_dump_json(exclude_none=True))
 
         # Room for the header and the answer's own fields beside the results (with a cursor, and
@@ -166,7 +170,7 @@ class RetrievalTools:
         texts = [head]
         for rank, result in enumerate(response.results, start=page.first_rank):
             ranks.setdefault(result.chunk_id, rank)
-            doc_hit, block = self._hit(rank, result, ranks)
+            doc_hit, block = self._hit(run, rank, result, ranks)
             if result.source.uri in changed:
                 doc_hit.changed = True
                 block = block.replace("\n\n", " [changed since indexing]\n\n", 1)
@@ -188,14 +192,14 @@ class RetrievalTools:
         )
         return TextAnswer(structured=structured, texts=texts)
 
-    def _hit(self, rank: int, result: SearchResult, ranks: dict[str, int]) -> tuple[DocHit, str]:
+    def _hit(self, run: api.Run, rank: int, result: SearchResult, ranks: dict[str, int]) -> tuple[DocHit, str]:
         """One result as the answer gives it: its metadata and its text block ``[rank] path ›
         breadcrumb (score)`` then the text (``ranks``: chunk id -> rank of the results given so far,
         for a hit whose context an earlier one already holds)."""
         crumb = result.breadcrumb or result.metadata.heading_path or result.position.section
         doc_hit = DocHit(
             rank=rank,
-            path=self.shown(_result_path(result.source.uri, result.source.record_id)),
+            path=self.shown(run, _result_path(result.source.uri, result.source.record_id)),
             breadcrumb=crumb,
             score=result.score,
             rerank_score=result.rerank_score,
@@ -222,7 +226,7 @@ class RetrievalTools:
         structured = PageOutput(
             run_id=run.id,
             indexed_at=indexed_at,
-            path=self.shown(part.path),
+            path=self.shown(run, part.path),
             title=part.document.title,
             format=part.document.format,
             chars=part.chars,
@@ -246,7 +250,7 @@ class RetrievalTools:
         structured = SectionOutput(
             run_id=run.id,
             indexed_at=indexed_at,
-            path=self.shown(part.path),
+            path=self.shown(run, part.path),
             title=part.document.title,
             heading=part.heading.text,
             breadcrumb=part.breadcrumb,
@@ -270,9 +274,13 @@ class RetrievalTools:
 
     def check_freshness(self, payload: CheckFreshnessInput) -> api.FreshnessReport:
         """Which sources of the run changed since it was built (files by hash, URLs by ETag)."""
-        uris = None if payload.paths is None else [self.stored(p.split("#", 1)[0]) for p in payload.paths]
+        run_id = self._run(payload.run_id)
+        uris = None
+        if payload.paths is not None:
+            with self.runs.using(check_run_id(run_id)) as run:
+                uris = [self.stored(run, p.split("#", 1)[0]) for p in payload.paths]
         return api.check_freshness(
-            self._run(payload.run_id),
+            run_id,
             runs_dir=self.source.runs_dir,
             uris=uris,
             sample=payload.sample,
@@ -289,14 +297,14 @@ class RetrievalTools:
 
     def _list_pages(self, payload: ListPagesInput, run: api.Run) -> TextAnswer:
         view = run.pages
-        prefix = self.stored(payload.prefix) if payload.prefix else None
+        prefix = self.stored(run, payload.prefix) if payload.prefix else None
         keys = [k for k in view.documents if prefix is None or k.startswith(prefix)]
         chosen = keys[payload.offset : payload.offset + payload.limit]
         pages = []
         lines = []
         for key in chosen:
             doc = view.documents[key]
-            shown = self.shown(key)
+            shown = self.shown(run, key)
             pages.append(PageItem(path=shown, format=doc.format, chars=doc.char_count, sections=len(doc.headings)))
             lines.append(f"{shown} — {doc.title}" if doc.title else shown)
         structured = ListPagesOutput(
@@ -368,7 +376,7 @@ class RetrievalTools:
     def page_list(self, limit: int = 1000) -> list[tuple[str, str | None, str]]:
         with self.using(None) as run:
             documents = list(run.pages.documents.items())[:limit]
-        return [(self.shown(key), doc.title, doc.format) for key, doc in documents]
+            return [(self.shown(run, key), doc.title, doc.format) for key, doc in documents]
 
 
 def _result_path(uri: str, record_id: str | None) -> str:

@@ -283,7 +283,13 @@ def create_server(
         check_run_id(options.run_id)
     backing = _backing(options)
     freshness = FreshnessGate(options.freshness_reuse_s, options.freshness_per_minute)
-    retrieval = RetrievalTools(backing.source, backing.runs, flag_changed=backing.docs is not None, freshness=freshness)
+    retrieval = RetrievalTools(
+        backing.source,
+        backing.runs,
+        flag_changed=backing.docs is not None,
+        freshness=freshness,
+        relative_paths=backing.docs is not None or backing.registry is not None,
+    )
     exposed = _exposed(options, backing, retrieval)
     runner = Runner(metrics(backing.source) if metrics is not None else None)
     server = IndexFoundryMCP(
