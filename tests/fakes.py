@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from indexfoundry.backends.embedding.base import Vectors
 from indexfoundry.backends.embedding.hashing import HashEmbedder
 
@@ -53,4 +55,26 @@ class FileRecordingEmbedder(HashEmbedder):
                 time.sleep(120)  # killed here by the test
         with open(self.record, "a", encoding="utf-8") as handle:
             handle.writelines(json.dumps(text) + "\n" for text in texts)
+        return super().embed(texts)
+
+
+class GatedEmbedder(RecordingEmbedder):
+    """The recording hash embedder whose calls from one thread (a build's) wait at a gate after
+    ``open_batches`` batches, until the test opens it; calls from other threads (queries) never
+    wait. ``waiting`` is set while a batch waits, so a test knows where the build stands."""
+
+    def __init__(self, thread_name: str, open_batches: int = 0, dimensions: int = 384) -> None:
+        super().__init__(dimensions)
+        self.thread_name = thread_name
+        self.open_batches = open_batches
+        self.gate = threading.Event()
+        self.waiting = threading.Event()
+        self._batches = 0
+
+    def embed(self, texts: list[str]) -> Vectors:
+        if threading.current_thread().name == self.thread_name:
+            self._batches += 1
+            if self._batches > self.open_batches:
+                self.waiting.set()
+                self.gate.wait(timeout=120)
         return super().embed(texts)

@@ -141,3 +141,29 @@ def texts(result: CallToolResult) -> list[str]:
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+async def first_build_done(source: Any, timeout: float = 120) -> None:
+    """Wait until a docs server (``create_server``'s source) serves its finished first build: until
+    then search_docs answers from what the build has indexed so far."""
+    from tests.waiting import wait_for_async
+
+    async def served() -> bool:
+        return source.run_id is not None
+
+    assert await wait_for_async(served, timeout=timeout), "the first build did not finish"
+
+
+async def search_until_built(session: ClientSession, arguments: dict[str, Any], timeout: float = 120) -> Any:
+    """``search_docs`` until it answers from a docs server's finished first build (not from what
+    the build has indexed so far); the answer."""
+    from tests.waiting import wait_for_async
+
+    async def answered() -> Any:
+        result = await session.call_tool("search_docs", arguments)
+        building = any("still building" in text for text in texts(result))
+        return None if result.is_error or building else result
+
+    found = await wait_for_async(answered, timeout=timeout, interval=0.2)
+    assert found is not None, "no answer from the finished build"
+    return found

@@ -17,7 +17,14 @@ from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.mcp import ServerOptions, create_server
 from tests.conftest import SAMPLE_DOCS
 from tests.fakes import RecordingEmbedder
-from tests.integration.mcp_support import read_json, stdio_session, structured, texts
+from tests.integration.mcp_support import (
+    first_build_done,
+    read_json,
+    search_until_built,
+    stdio_session,
+    structured,
+    texts,
+)
 
 NEW_THEME = (
     "---\ntitle: Theming\ntags: [ui]\n---\n# Theme\n\n## Changing the theme\n\n"
@@ -35,13 +42,14 @@ def _chunk_texts(runs_dir: Path, run_id: str) -> dict[str, str]:
 def test_editing_one_file_reembeds_only_its_changed_chunks_and_search_sees_the_new_text(tree, runs_dir: Path):
     docs = tree(SAMPLE_DOCS)
     embedder = RecordingEmbedder()
-    server, _ = create_server(
+    server, source = create_server(
         ServerOptions(runs_dir=runs_dir, docs=docs, embedding_model="hash", embedder=embedder, watch=False)
     )
     queries = ["change the theme colours", "theme palette fonts"]
 
     async def main():
         async with Client(server) as client:
+            await first_build_done(source)
             first = await client.call_tool("search_docs", {"query": queries[0]})
             embedded_at_start = len(embedder.texts)
             embedder.calls.clear()
@@ -128,8 +136,7 @@ def test_docs_mode_builds_on_first_start_and_reuses_the_run_on_later_starts(tree
 
     async def search() -> str:
         async with stdio_session(*args, cwd=tmp_path) as session:
-            result = await session.call_tool("search_docs", {"query": "theme colours"})
-            assert not result.is_error, texts(result)
+            result = await search_until_built(session, {"query": "theme colours"})
             return str(structured(result)["run_id"])
 
     first = anyio.run(search)
@@ -137,6 +144,29 @@ def test_docs_mode_builds_on_first_start_and_reuses_the_run_on_later_starts(tree
     assert first == second
     assert [item.run_id for item in list_runs(runs)] == [first]
     assert "indexfoundry: embed" in (tmp_path / "server-stderr.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_first_build_stopped_by_its_client_is_continued_by_the_next_start(tree, tmp_path: Path):
+    docs = tree(SAMPLE_DOCS)
+    runs = tmp_path / "runs"
+    args = ("--docs", str(docs), "--runs-dir", str(runs), "--embedding-model", "hash")
+
+    async def early() -> dict:
+        async with stdio_session(*args, cwd=tmp_path) as session:
+            # The first answer may come from what the build has indexed so far; the client leaves.
+            result = await session.call_tool("search_docs", {"query": "theme colours"})
+            assert not result.is_error, texts(result)
+            return structured(result)
+
+    async def built() -> dict:
+        async with stdio_session(*args, cwd=tmp_path) as session:
+            return structured(await search_until_built(session, {"query": "theme colours"}))
+
+    first = anyio.run(early)
+    later = anyio.run(built)
+    assert later["run_id"] == first["run_id"]  # the same run: continued, not built again
+    assert [(item.run_id, item.status) for item in list_runs(runs)] == [(first["run_id"], "completed")]
 
 
 @pytest.mark.slow
@@ -148,9 +178,7 @@ def test_two_stdio_servers_over_one_runs_folder_both_answer(tree, tmp_path: Path
 
     async def one() -> None:
         async with stdio_session(*args, cwd=tmp_path) as session:
-            result = await session.call_tool("search_docs", {"query": "pip install"})
-            assert not result.is_error, texts(result)
-            answers.append(structured(result))
+            answers.append(structured(await search_until_built(session, {"query": "pip install"})))
 
     async def main() -> None:
         async with anyio.create_task_group() as group:

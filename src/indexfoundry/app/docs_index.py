@@ -27,9 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from indexfoundry.app import runs as api
+from indexfoundry.app.docs_build import FirstBuild
 from indexfoundry.errors import IndexFoundryError, RunLocked
 from indexfoundry.models.config import FolderSource, PipelineConfig
+from indexfoundry.models.manifests import PipelineRunOutput
 from indexfoundry.phases.executor import LocalExecutor
+from indexfoundry.pipeline.runner import new_run_id
 from indexfoundry.pipeline.runs import list_runs
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_json
@@ -132,6 +135,8 @@ class DocsIndex:
         # Set while a build runs (monotonic start time): queries meanwhile answer from the
         # previous run and say how stale it is, instead of waiting for the build.
         self._building_since: float | None = None
+        self._first: FirstBuild | None = None
+        self._locked: set[str] = set()  # unfinished runs another server holds
         # One executor for the server's lifetime: its pool of limited worker processes (extract
         # and normalize jobs) stays warm between refreshes; closed by stop().
         self.executor = LocalExecutor()
@@ -181,13 +186,49 @@ class DocsIndex:
             "embedder": self.embedder,
             "opened_executor": self.executor,
         }
-        if base is not None and supports_base():
+        if base is None:
+            return self._first_build(kwargs)
+        if supports_base():
             # The folder is the truth in docs mode: deleting pages is not a shrink to refuse.
             out = api.pipeline_run(self.config, base=base, allow_shrink=True, **kwargs)
-        elif base is not None:
-            out = api.pipeline_run(self.config, run_id=base, **kwargs)
         else:
-            out = api.pipeline_run(self.config, **kwargs)
+            out = api.pipeline_run(self.config, run_id=base, **kwargs)
+        return self._built(out)
+
+    def _first_build(self, kwargs: dict[str, Any]) -> str:
+        """A build with no earlier run to answer from: searches meanwhile read what it has
+        committed (``first_build``), its progress fanned out to them."""
+        run_id = self.unfinished_run() or new_run_id()
+        build = FirstBuild(RunLayout(self.runs_dir / run_id), self.folder.name, self.progress, self.embedder)
+        self._first = build
+        try:
+            return self._built(api.pipeline_run(self.config, run_id=run_id, **{**kwargs, "progress": build}))
+        except RunLocked:
+            self._locked.add(run_id)  # another server is building it: the next attempt starts a new run
+            raise
+        finally:
+            build.finish()
+            self._first = None
+
+    def unfinished_run(self) -> str | None:
+        """The newest run of this folder's config that did not complete (a server stopped during
+        its first build): continued in place, its finished phases kept, its vectors cached."""
+        for item in list_runs(self.runs_dir, limit=100_000):
+            if item.status not in ("failed", "running") or item.run_id in self._locked:
+                continue
+            try:
+                manifest = load_manifest(RunLayout(self.runs_dir / item.run_id))
+            except (IndexFoundryError, OSError, ValueError):
+                continue
+            if manifest.config_hash == self.config_hash:
+                return item.run_id
+        return None
+
+    def first_build(self) -> FirstBuild | None:
+        """The first build under way, if one is (queries may answer from what it has indexed)."""
+        return self._first
+
+    def _built(self, out: PipelineRunOutput) -> str:
         if out.status == "failed":
             raise IndexFoundryError(
                 f"indexing {self.folder} failed (run {out.run_id})",
@@ -251,6 +292,9 @@ class DocsIndex:
         since = self._building_since
         if since is None:
             return None
+        first = self._first
+        if first is not None and first.run_id == run_id:
+            return first.note()
         return (
             f"The index of {self.folder.name} is being rebuilt after a change (for {time.monotonic() - since:.0f}s); "
             f"this answer is from the previous run {run_id} and may miss the latest edits."

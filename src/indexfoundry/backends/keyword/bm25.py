@@ -116,11 +116,19 @@ def keyword_text(chunk: DocumentChunk) -> str:
     return chunk.embedding_text()
 
 
-def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[Path]:
-    """Build and persist the BM25 index of ``chunks``; return its files, sorted."""
+def bm25_retriever(ordered: list[DocumentChunk]) -> Any:
+    """The BM25 retriever of ``ordered`` (non-empty, sorted by chunk id), indexed in memory."""
     import bm25s
     from bm25s.tokenization import Tokenized
 
+    vocab, ids = corpus_token_ids([keyword_text(c) for c in ordered])
+    retriever = bm25s.BM25(**BM25_PARAMS)
+    retriever.index(Tokenized(ids=ids, vocab=vocab), show_progress=False)
+    return retriever
+
+
+def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[Path]:
+    """Build and persist the BM25 index of ``chunks``; return its files, sorted."""
     ordered = sorted(chunks, key=lambda c: c.chunk_id)
     target = layout.keyword_index_dir
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -130,10 +138,7 @@ def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[
     tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; the index folder gets normal permissions
     try:
         if ordered:
-            vocab, ids = corpus_token_ids([keyword_text(c) for c in ordered])
-            retriever = bm25s.BM25(**BM25_PARAMS)
-            retriever.index(Tokenized(ids=ids, vocab=vocab), show_progress=False)
-            retriever.save(str(tmp), show_progress=False)
+            bm25_retriever(ordered).save(str(tmp), show_progress=False)
             for path in tmp.iterdir():
                 with path.open("rb") as handle:
                     os.fsync(handle.fileno())
@@ -197,6 +202,12 @@ class KeywordIndex:
         chunk_ids = [str(c) for c in meta["chunk_ids"]]
         retriever = bm25s.BM25.load(str(layout.keyword_index_dir), show_progress=False) if chunk_ids else None
         return cls(chunk_ids, retriever)
+
+    @classmethod
+    def in_memory(cls, chunks: list[DocumentChunk]) -> KeywordIndex:
+        """The keyword index of ``chunks`` without files (what a run still being built answers with)."""
+        ordered = sorted(chunks, key=lambda c: c.chunk_id)
+        return cls([c.chunk_id for c in ordered], bm25_retriever(ordered) if ordered else None)
 
     def __len__(self) -> int:
         return len(self.chunk_ids)

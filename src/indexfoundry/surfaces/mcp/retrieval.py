@@ -8,6 +8,7 @@ names the run it came from and when that run was indexed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 from indexfoundry import api
 from indexfoundry.errors import RunNotFound
 from indexfoundry.models.ids import LATEST
-from indexfoundry.models.retrieval import SearchMode, SearchRequest, SearchResult
+from indexfoundry.models.retrieval import RetrievalProfile, SearchMode, SearchRequest, SearchResponse, SearchResult
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
 from indexfoundry.surfaces.mcp.freshness import FreshnessGate
 from indexfoundry.surfaces.mcp.retrieval_models import (
@@ -35,6 +36,37 @@ from indexfoundry.surfaces.mcp.security import check_run_id
 
 
 # ---------------------------------------------------------------- which run
+class SearchPageLike(Protocol):
+    """One page of numbered results."""
+
+    @property
+    def response(self) -> SearchResponse: ...
+    @property
+    def first_rank(self) -> int: ...
+
+
+class Counter(Protocol):
+    """Counts tokens as the run's embedding model does."""
+
+    def count(self, text: str) -> int: ...
+
+
+class Searchable(Protocol):
+    """What search_docs reads: a ``Run``, or a docs folder's first build while it runs."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def indexed_at(self) -> str | None: ...
+    @property
+    def profile(self) -> RetrievalProfile: ...
+    @property
+    def token_counter(self) -> Counter: ...
+    @property
+    def pages(self) -> Any: ...
+    def search_page(self, request: SearchRequest, *, cost: Callable[[SearchResult], int]) -> SearchPageLike: ...
+
+
 class RunSource(Protocol):
     """Where the retrieval tools look when the agent names no run."""
 
@@ -92,7 +124,7 @@ class RetrievalTools:
         # every run of it; the stored form is accepted too.
         self.relative_paths = relative_paths
 
-    def shown(self, run: api.Run, path: str) -> str:
+    def shown(self, run: Searchable, path: str) -> str:
         """A page path (as the run stores it) as the agent sees it."""
         return run.pages.relative(path) if self.relative_paths else path
 
@@ -121,12 +153,38 @@ class RetrievalTools:
         """The ``Run`` an answer reads (the agent's run, else the source's), leased for the answer."""
         return self.runs.using(check_run_id(self._run(run_id)))
 
-    def search_docs(self, payload: SearchDocsInput) -> TextAnswer:
-        """Search the indexed documentation; the best chunks with their page path and breadcrumb."""
+    def search_docs(self, payload: SearchDocsInput, progress: Any = None) -> TextAnswer:
+        """Search the indexed documentation; the best chunks with their page path and breadcrumb.
+
+        During a docs folder's first build, answers from what the build has indexed so far (its
+        chunks by keyword, then the vectors embedded so far), waiting only for the chunks while
+        streaming the build's progress to the client (``progress``: MCP notifications)."""
+        building = self._while_building(payload, progress)
+        if building is not None:
+            return self._search_docs(payload, building, building=True)
         with self.using(payload.run_id) as run:
             return self._search_docs(payload, run)
 
-    def _search_docs(self, payload: SearchDocsInput, run: api.Run) -> TextAnswer:
+    def _while_building(self, payload: SearchDocsInput, progress: Any) -> Searchable | None:
+        """What the first build under way answers from (None without one, or for a request it
+        cannot answer: a named run, a cursor, filters)."""
+        first_build = getattr(self.source, "first_build", None)
+        if payload.run_id is not None or payload.cursor is not None or payload.filters or not callable(first_build):
+            return None
+        build = first_build()
+        if build is None:
+            return None
+        stop = build.listen(lambda message: progress.step(1, message)) if progress is not None else None
+        try:
+            if progress is not None:
+                progress.step(0, f"the index is building: {build.state}")
+            searchable: Searchable | None = build.wait_searchable()
+            return searchable
+        finally:
+            if stop is not None:
+                stop()
+
+    def _search_docs(self, payload: SearchDocsInput, run: Searchable, building: bool = False) -> TextAnswer:
         run_id = run.id
         counter = run.token_counter
         offered = run.profile.retrieval_config.search_modes
@@ -152,6 +210,8 @@ class RetrievalTools:
             next_cursor="x" * 160,
         )
         reserve = counter.count(head) + counter.count(skeleton.model_dump_json(exclude_none=True)) + 16
+        if building:
+            reserve += 2 * 64  # what the answer says it searched (in the text and in its warnings)
         page = run.search_page(
             SearchRequest(
                 query=payload.query,
@@ -165,9 +225,10 @@ class RetrievalTools:
             cost=cost,
         )
         response = page.response
-        changed = self._changed(run_id, {r.source.uri for r in response.results}) if self.flag_changed else set()
+        flag = self.flag_changed and not building
+        changed = self._changed(run_id, {r.source.uri for r in response.results}) if flag else set()
         hits: list[DocHit] = []
-        texts = [head]
+        texts = [" ".join([head, *response.warnings]) if building else head]
         for rank, result in enumerate(response.results, start=page.first_rank):
             ranks.setdefault(result.chunk_id, rank)
             doc_hit, block = self._hit(run, rank, result, ranks)
@@ -192,7 +253,7 @@ class RetrievalTools:
         )
         return TextAnswer(structured=structured, texts=texts)
 
-    def _hit(self, run: api.Run, rank: int, result: SearchResult, ranks: dict[str, int]) -> tuple[DocHit, str]:
+    def _hit(self, run: Searchable, rank: int, result: SearchResult, ranks: dict[str, int]) -> tuple[DocHit, str]:
         """One result as the answer gives it: its metadata and its text block ``[rank] path ›
         breadcrumb (score)`` then the text (``ranks``: chunk id -> rank of the results given so far,
         for a hit whose context an earlier one already holds)."""
@@ -332,6 +393,7 @@ class RetrievalTools:
                 input_model=SearchDocsInput,
                 output_model=SearchDocsOutput,
                 call=self.search_docs,
+                long_running=True,  # a docs folder's first build: its progress while the chunks come
                 **common,
             ),
             Exposed(

@@ -209,7 +209,8 @@ def _lifespan(
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
         # Entered once per process (stdio, or the HTTP session manager), after stdio has
         # claimed stdout. The first build runs in the background so the client's initialize
-        # is answered at once; the first query waits for it (the index lock).
+        # is answered at once; search_docs answers meanwhile from what it has indexed so far
+        # (DocsIndex.first_build), the other tools wait for it (the index lock).
         if registry is not None:
             threading.Thread(
                 target=_build_libraries, args=(registry,), name="indexfoundry-libraries-build", daemon=True

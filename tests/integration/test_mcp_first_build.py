@@ -1,0 +1,98 @@
+"""Docs mode's first build: search_docs answers while it runs (keyword from the committed chunks,
+then hybrid over the vectors embedded so far), says the index is still building, streams the
+build's progress to the client, and the finished build is the run a plain pipeline run makes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from mcp.client import Client
+
+from indexfoundry import api
+from indexfoundry.app.docs_index import docs_config
+from indexfoundry.errors import RunNotFound
+from indexfoundry.pipeline.runs import list_runs
+from indexfoundry.storage.layout import RunLayout
+from indexfoundry.surfaces.mcp import ServerOptions, create_server
+from tests.conftest import SAMPLE_DOCS
+from tests.fakes import GatedEmbedder, RecordingEmbedder
+from tests.integration.mcp_support import read_json, structured, texts
+from tests.waiting import wait_for_async
+
+BUILD_THREAD = "indexfoundry-docs-build"  # the thread the server's first build runs in
+QUERY = {"query": "pip install virtual environment"}
+
+
+def _topics(count: int) -> dict[str, str]:
+    """Enough pages for more than one embedding batch (32 texts)."""
+    return {
+        f"topics/topic-{n:02d}.md": f"# Topic {n}\n\nThe sprocket number {n} is set with the dial {n * 7}.\n"
+        for n in range(count)
+    }
+
+
+def test_search_answers_while_the_first_build_runs_says_so_and_streams_its_progress(tree, runs_dir: Path):
+    docs = tree({**SAMPLE_DOCS, **_topics(40)})
+    embedder = GatedEmbedder(BUILD_THREAD, open_batches=1)  # the build stops before its second batch
+    server, source = create_server(
+        ServerOptions(runs_dir=runs_dir, docs=docs, embedding_model="hash", embedder=embedder, watch=False)
+    )
+    notes: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        notes.append(message or "")
+
+    async def built() -> bool:
+        return source.first_build() is None  # type: ignore[attr-defined]
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(server) as client:
+            keyword = {**QUERY, "mode": "keyword"}
+            out["keyword"] = await client.call_tool("search_docs", keyword, progress_callback=on_progress)
+            assert await anyio.to_thread.run_sync(lambda: embedder.waiting.wait(60)), "the build never embedded"
+            out["hybrid"] = await client.call_tool("search_docs", QUERY)
+            out["runs"] = [(item.run_id, item.status) for item in list_runs(runs_dir)]
+            with pytest.raises(RunNotFound):
+                api.resolve_run_id(runs_dir, "latest")  # what is being built is no run's 'latest' yet
+            embedder.gate.set()
+            assert await wait_for_async(built, timeout=120), "the first build did not finish"
+            out["final"] = await client.call_tool("search_docs", QUERY)
+        return out
+
+    out = anyio.run(main)
+    keyword, hybrid, final = (structured(out[k]) for k in ("keyword", "hybrid", "final"))
+    building_run = keyword["run_id"]
+    assert out["runs"] == [(building_run, "running")]
+    # Keyword first: the committed chunks answer while no vector is needed.
+    assert keyword["mode"] == "keyword" and keyword["results"][0]["path"] == "guide/install.md"
+    assert keyword.get("indexed_at") is None
+    assert "is still building" in texts(out["keyword"])[0]
+    assert any("keyword search over all" in w for w in keyword["warnings"])
+    assert notes and notes[0].startswith("the index is building")  # progress notifications of the build
+    # Then semantic as vectors land: hybrid over the first batch's chunks.
+    assert hybrid["mode"] == "hybrid" and hybrid["run_id"] == building_run
+    found = re.search(r"with (\d+) of (\d+) chunks embedded so far", " ".join(hybrid["warnings"]))
+    assert found and 0 < int(found[1]) < int(found[2]), hybrid["warnings"]
+    assert "is still building" in texts(out["hybrid"])[0]
+    # Once built, the same run answers as a finished run, without the notice.
+    assert final["run_id"] == building_run and final["indexed_at"] and final["mode"] == "hybrid"
+    assert not final.get("warnings") and "still building" not in texts(out["final"])[0]
+    assert final["results"][0]["path"] == "guide/install.md"
+    assert api.resolve_run_id(runs_dir, "latest") == building_run
+    # The finished build's artifacts are those of a plain pipeline run of the same config.
+    plain_runs = runs_dir.parent / "plain-runs"
+    plain = api.pipeline_run(
+        docs_config(docs.resolve(), plain_runs, "hash"), runs_dir=plain_runs, embedder=RecordingEmbedder()
+    )
+    ours, theirs = RunLayout(runs_dir / building_run), RunLayout(plain_runs / plain.run_id)
+    for phase in ("connect", "extract", "normalize", "index", "serve"):
+        mine, other = read_json(ours.manifest)["phases"][phase], read_json(theirs.manifest)["phases"][phase]
+        assert mine["outputs"] == other["outputs"], phase
+    assert ours.chunks.read_bytes() == theirs.chunks.read_bytes()
+    assert ours.embeddings.read_bytes() == theirs.embeddings.read_bytes()
