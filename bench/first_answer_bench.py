@@ -7,8 +7,8 @@ server process was started, the mode that answered, its top page and whether the
 index is still building; the first answer with a result is the figure (``first_answer_s``), the
 first from the finished build is what a cold call used to wait for (``built_s``), their ratio is
 the gain. ``--rounds`` repeats it (a new runs folder each); ``--warm`` also times a restart that
-keeps the runs folder. The model's one-time export (``scripts/setup.sh``) should be in place:
-the bench says whether it was.
+keeps the runs folder; ``--first-only`` stops at the first answer. The model's one-time export
+(``scripts/setup.sh``) should be in place: the bench says whether it was.
 
     PYTHONPATH=src nice -n 10 .venv/bin/python bench/first_answer_bench.py --rounds 3
 """
@@ -35,7 +35,7 @@ def _text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
-async def one_start(docs: Path, runs: Path, model: str, timeout: float) -> dict[str, Any]:
+async def one_start(docs: Path, runs: Path, model: str, timeout: float, first_only: bool = False) -> dict[str, Any]:
     """One server start: the first answer, and the first answer of the finished build."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -69,7 +69,7 @@ async def one_start(docs: Path, runs: Path, model: str, timeout: float) -> dict[
                         "error": result.is_error,
                     }
                 )
-                if not building and not result.is_error:
+                if not result.is_error and (not building or (first_only and hits)):
                     break
                 await asyncio.sleep(0.5)
     first = next((c["at_s"] for c in calls if c["top"] and not c["error"]), None)
@@ -98,13 +98,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warm", action="store_true", help="also time a restart on the kept runs folder")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--first-only", action="store_true", help="stop at the first answer (no built_s)")
     args = parser.parse_args()
     cached = export_cached() if args.model == "local" else None
     rounds = []
     with tempfile.TemporaryDirectory(prefix="first-answer-") as tmp:
         for n in range(args.rounds):
             runs = Path(tmp) / f"runs-{n}"
-            result = asyncio.run(one_start(args.docs, runs, args.model, args.timeout))
+            result = asyncio.run(one_start(args.docs, runs, args.model, args.timeout, args.first_only))
             print(json.dumps({"round": n, **result}), flush=True)
             rounds.append(result)
             if args.warm and n == args.rounds - 1:

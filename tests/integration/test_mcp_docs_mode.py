@@ -77,10 +77,11 @@ def test_editing_one_file_reembeds_only_its_changed_chunks_and_search_sees_the_n
 
 def test_deleting_a_file_removes_its_chunks_from_search_and_pages(tree, runs_dir: Path):
     docs = tree(SAMPLE_DOCS)
-    server, _ = create_server(ServerOptions(runs_dir=runs_dir, docs=docs, embedding_model="hash", watch=False))
+    server, source = create_server(ServerOptions(runs_dir=runs_dir, docs=docs, embedding_model="hash", watch=False))
 
     async def main():
         async with Client(server) as client:
+            await first_build_done(source)
             before = await client.call_tool("list_pages", {})
             (docs / "guide" / "install.md").unlink()
             after = await client.call_tool("list_pages", {})

@@ -57,6 +57,8 @@ def test_search_answers_while_the_first_build_runs_says_so_and_streams_its_progr
             out["keyword"] = await client.call_tool("search_docs", keyword, progress_callback=on_progress)
             assert await anyio.to_thread.run_sync(lambda: embedder.waiting.wait(60)), "the build never embedded"
             out["hybrid"] = await client.call_tool("search_docs", QUERY)
+            out["page"] = await client.call_tool("get_page", {"path": "guide/install.md"})
+            out["pages"] = await client.call_tool("list_pages", {})
             out["runs"] = [(item.run_id, item.status) for item in list_runs(runs_dir)]
             with pytest.raises(RunNotFound):
                 api.resolve_run_id(runs_dir, "latest")  # what is being built is no run's 'latest' yet
@@ -80,6 +82,11 @@ def test_search_answers_while_the_first_build_runs_says_so_and_streams_its_progr
     found = re.search(r"with (\d+) of (\d+) chunks embedded so far", " ".join(hybrid["warnings"]))
     assert found and 0 < int(found[1]) < int(found[2]), hybrid["warnings"]
     assert "is still building" in texts(out["hybrid"])[0]
+    # Its pages are read from the run being built too.
+    page, pages = structured(out["page"]), structured(out["pages"])
+    assert page["run_id"] == pages["run_id"] == building_run and page["path"] == "guide/install.md"
+    assert "still building" in texts(out["page"])[0] and "pip install sample" in texts(out["page"])[1]
+    assert pages["total"] == 43
     # Once built, the same run answers as a finished run, without the notice.
     assert final["run_id"] == building_run and final["indexed_at"] and final["mode"] == "hybrid"
     assert not final.get("warnings") and "still building" not in texts(out["final"])[0]

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from indexfoundry.app.handles import Run
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.retrieval import RetrievalProfile, SearchRequest, SearchResponse, SearchResult
 from indexfoundry.phases.base import NullProgress
@@ -134,6 +135,15 @@ class FirstBuild:
                     return None
                 # Progress steps wake this; the commit of the chunks comes without one.
                 self._changed.wait(timeout=0.25)
+
+    def reader(self) -> Run | None:
+        """A handle on the run being built, to read its pages (not to search it), once its
+        chunks are committed (None before: the caller waits for the build)."""
+        found = self.partial()
+        if found is None:
+            return None
+        counter = counter_for(found.embedder().model_id)
+        return Run(self.layout.runs_dir, self.run_id, embedder=self.embedder, token_counter=counter)
 
     def note(self) -> str:
         """What the first text block of an answer says while the build runs."""

@@ -110,8 +110,18 @@ class Run:
     warms it, swaps it in and closes the old one (``surfaces/http/holder.py``).
     """
 
-    def __init__(self, runs_dir: Path, run_id: str, *, embedder: Any = None, in_use: str | None = None) -> None:
+    def __init__(
+        self,
+        runs_dir: Path,
+        run_id: str,
+        *,
+        embedder: Any = None,
+        in_use: str | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
         self.runs_dir = runs_dir
+        # Pages of a run still being built are read with its model's counter (no search service yet).
+        self._token_counter = token_counter
         self.follows_latest = run_id == LATEST
         self._embedder = embedder
         self._in_use = in_use
@@ -157,6 +167,8 @@ class Run:
     @property
     def token_counter(self) -> TokenCounter:
         """Counts tokens as the run's embedding model does (chars/4 without its tokenizer)."""
+        if self._token_counter is not None:
+            return self._token_counter
         return self._search_service().token_counter
 
     @property

@@ -8,6 +8,7 @@ names the run it came from and when that run was indexed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -149,8 +150,16 @@ class RetrievalTools:
             return latest_or_named(self.source.runs_dir, LATEST)
         return run_id
 
-    def using(self, run_id: str | None) -> AbstractContextManager[api.Run]:
-        """The ``Run`` an answer reads (the agent's run, else the source's), leased for the answer."""
+    def using(self, run_id: str | None, *, building: bool = True) -> AbstractContextManager[api.Run]:
+        """The ``Run`` an answer reads (the agent's run, else the source's), leased for the answer.
+        During a docs folder's first build (with ``building``, for reading pages), the run being
+        built once its chunks are committed."""
+        if run_id is None and building:
+            first_build = getattr(self.source, "first_build", None)
+            build = first_build() if callable(first_build) else None
+            reader = build.reader() if build is not None else None
+            if reader is not None:
+                return contextlib.closing(reader)
         return self.runs.using(check_run_id(self._run(run_id)))
 
     def search_docs(self, payload: SearchDocsInput, progress: Any = None) -> TextAnswer:
@@ -162,7 +171,7 @@ class RetrievalTools:
         building = self._while_building(payload, progress)
         if building is not None:
             return self._search_docs(payload, building, building=True)
-        with self.using(payload.run_id) as run:
+        with self.using(payload.run_id, building=False) as run:
             return self._search_docs(payload, run)
 
     def _while_building(self, payload: SearchDocsInput, progress: Any) -> Searchable | None:
