@@ -71,6 +71,7 @@ class FirstBuild:
         self._partial: PartialIndex | None = None
         self._listeners: list[Listener] = []
         self._changed = threading.Condition()
+        self._making = threading.Lock()
 
     @property
     def run_id(self) -> str:
@@ -117,10 +118,12 @@ class FirstBuild:
     def partial(self) -> PartialIndex | None:
         """The partial index, once the chunks are committed (None before)."""
         if self._partial is None and chunks_committed(self.layout):
-            try:
-                self._partial = PartialIndex(self.layout, self.embedder)
-            except (IndexFoundryError, OSError, ValueError):
-                return None
+            with self._making:  # one BM25 build, however many searches come at once
+                if self._partial is None:
+                    try:
+                        self._partial = PartialIndex(self.layout, self.embedder)
+                    except (IndexFoundryError, OSError, ValueError):
+                        return None
         return self._partial
 
     def wait_searchable(self) -> BuildingRun | None:

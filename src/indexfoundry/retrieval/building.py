@@ -4,7 +4,8 @@ Once the normalize phase has committed a run's chunks, ``PartialIndex`` answers 
 searches over them (BM25 in memory, the same tokenizer and parameters as the index phase's
 keyword index); once vectors land in the runs folder's embedding cache (the index phase
 commits each batch there), semantic and hybrid searches rank the chunks embedded so far, by
-cosine to the query embedded with the run's model. Nothing is written: the run's own
+cosine to the query embedded with the run's model (a long chunk by its first window: its other
+windows' vectors count once the run is built). Nothing is written: the run's own
 artifacts, and which run is ``latest``, are the pipeline's alone. Answers say what they were
 searched over (``warnings``), and a result names the building run.
 """
@@ -23,6 +24,7 @@ from indexfoundry.backends.keyword.bm25 import KeywordIndex
 from indexfoundry.errors import NotFound
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.models.retrieval import SCORE_MEANING, SearchMode, SearchResponse, SearchResult
+from indexfoundry.phases.executor import LOCAL
 from indexfoundry.phases.index.embedding import cache_model_key
 from indexfoundry.phases.serve import default_profile
 from indexfoundry.retrieval.fusion import Ranked, fuse
@@ -72,9 +74,11 @@ class PartialIndex:
     def vectors(self) -> tuple[list[str], Any]:
         """The chunk ids whose vectors the embedding cache holds now, and those vectors (rows)."""
         embedder = self.embedder()
+        # Docs mode builds with the local executor: vectors keyed as it keys them.
+        key = cache_model_key(embedder.model_id, LOCAL.embedding_device(embedder))
         cache = EmbeddingCache(cache_dir(self.layout.runs_dir) / "embeddings.sqlite")
         try:
-            found = cache.get_many(cache_model_key(embedder.model_id, "cpu"), self._hashes.values())
+            found = cache.get_many(key, self._hashes.values())
         finally:
             cache.close()
         ids = [cid for cid, h in self._hashes.items() if h in found]
