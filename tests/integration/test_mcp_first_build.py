@@ -21,7 +21,7 @@ from indexfoundry.storage.layout import RunLayout
 from indexfoundry.surfaces.mcp import ServerOptions, create_server
 from tests.conftest import SAMPLE_DOCS
 from tests.fakes import GatedEmbedder, RecordingEmbedder
-from tests.integration.mcp_support import read_json, structured, texts
+from tests.integration.mcp_support import read_json, search_until_built, stdio_session, structured, texts
 from tests.waiting import wait_for_async
 
 BUILD_THREAD = "indexfoundry-docs-build"  # the thread the server's first build runs in
@@ -103,3 +103,34 @@ def test_search_answers_while_the_first_build_runs_says_so_and_streams_its_progr
         assert mine["outputs"] == other["outputs"], phase
     assert ours.chunks.read_bytes() == theirs.chunks.read_bytes()
     assert ours.embeddings.read_bytes() == theirs.embeddings.read_bytes()
+
+
+@pytest.mark.slow
+def test_the_real_server_answers_a_cold_agent_from_the_mkdocs_docs_before_its_first_build_ends(
+    corpora: Path, tmp_path: Path
+):
+    docs = corpora / "markdown" / "mkdocs-1.4.2" / "docs"
+    args = ("--docs", str(docs), "--runs-dir", str(tmp_path / "runs"), "--embedding-model", "hash")
+    notes: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        notes.append(message or "")
+
+    async def main() -> tuple[Any, Any, Any]:
+        async with stdio_session(*args, cwd=tmp_path) as session:
+            query = {"query": "how do I add a custom theme"}
+            first = await session.call_tool("search_docs", query, progress_callback=on_progress)
+            built = await search_until_built(session, query)
+            pages = await session.call_tool("list_pages", {"limit": 100})
+            return first, built, pages
+
+    first, built, pages = anyio.run(main)
+    assert not first.is_error, texts(first)
+    answer = structured(first)
+    assert answer["results"] and answer["results"][0]["path"].startswith("user-guide/")
+    if "still building" in texts(first)[0]:  # answered during the first build, as a cold agent is
+        assert answer.get("indexed_at") is None and notes and notes[0].startswith("the index is building")
+    assert structured(built)["run_id"] == answer["run_id"]
+    listed = {p["path"] for p in structured(pages)["pages"]}
+    assert "index.md" in listed and "CNAME" not in listed  # documents only
+    assert not any(path.endswith((".png", ".svg", ".css")) for path in listed)
