@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.backends.embedding.cache import EmbeddingCache
 from indexfoundry.backends.embedding.base import Embedder, embed_queries, l2_normalize
+from indexfoundry.backends.embedding.cache import EmbeddingCache
 from indexfoundry.backends.embedding.providers import resolve_embedder
 from indexfoundry.backends.keyword.bm25 import KeywordIndex
 from indexfoundry.errors import NotFound
