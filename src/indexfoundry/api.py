@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from indexfoundry.app.runs import cleanup as cleanup
     from indexfoundry.app.runs import diff as diff
     from indexfoundry.app.runs import load_config as load_config
+    from indexfoundry.app.runs import pinned_latest as pinned_latest
     from indexfoundry.app.runs import pipeline_run as pipeline_run
     from indexfoundry.app.runs import resolve_run_id as resolve_run_id
     from indexfoundry.app.runs import run_phase as run_phase
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from indexfoundry.models.history import EvalRecord, RunDetail, RunHistory
     from indexfoundry.models.retrieval import SearchFilter, SearchMode, SearchResponse
     from indexfoundry.pipeline.diff import RunDiffOutput
+    from indexfoundry.pipeline.runs import RunListItem as RunListItem
     from indexfoundry.retrieval.service import SearchService
     from indexfoundry.storage.layout import RunLayout
     from indexfoundry.storage.layout import is_run_id as is_run_id
@@ -77,6 +79,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "cleanup",
             "diff",
             "load_config",
+            "pinned_latest",
             "pipeline_run",
             "resolve_run_id",
             "run_phase",
@@ -94,6 +97,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "FreshnessReport": ("indexfoundry.models.freshness", "FreshnessReport"),
     "FreshnessCache": ("indexfoundry.app.freshness", "FreshnessCache"),
     "ServerRecords": ("indexfoundry.app.serving", "ServerRecords"),
+    "RunListItem": ("indexfoundry.pipeline.runs", "RunListItem"),
     **{name: ("indexfoundry.storage.layout", name) for name in ("is_run_id", "runs_dir_for")},
     "DocsIndex": ("indexfoundry.app.docs_index", "DocsIndex"),
     **{

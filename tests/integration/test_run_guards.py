@@ -63,13 +63,14 @@ def test_a_glob_matching_no_chunkable_text_fails_at_the_first_empty_count(tree, 
 def test_a_90_percent_shrinking_base_run_exits_1_naming_the_counts_and_latest_is_unchanged(tree, tmp_path: Path):
     runs = tmp_path / "runs"
     docs = _ten_docs(tree)
-    good = api.pipeline_run(folder_config(docs), runs_dir=runs, embedder=RecordingEmbedder())
+    config = write_config(tmp_path / "c.yaml", folder_config(docs))
+    good = api.pipeline_run(config, runs_dir=runs, embedder=RecordingEmbedder())  # pipeline 'c', as the CLI's
     for path in sorted(docs.glob("*.md"))[1:]:
         path.unlink()
-    config = write_config(tmp_path / "c.yaml", folder_config(docs))
     done = cli("pipeline", "run", str(config), "--runs-dir", str(runs), "--base", "latest")
     assert done.returncode == 1
     assert "RUN_SHRANK" in done.stderr and "from 10" in done.stderr and "to 1" in done.stderr
+    assert "--allow-shrink" in done.stderr  # the way out, on the console
     assert _latest(runs) == good.run_id
     allowed = cli("pipeline", "run", str(config), "--runs-dir", str(runs), "--base", "latest", "--allow-shrink")
     assert allowed.returncode == 0, allowed.stderr

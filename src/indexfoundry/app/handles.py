@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from indexfoundry.models.config import PipelineConfig
-from indexfoundry.models.ids import LATEST
+from indexfoundry.models.ids import LATEST, is_latest, latest_of
 from indexfoundry.models.manifests import RunManifest
 from indexfoundry.models.records import DocumentChunk, ExtractedDocument, Heading
 from indexfoundry.models.retrieval import (
@@ -32,7 +32,7 @@ from indexfoundry.models.retrieval import (
 )
 from indexfoundry.models.serve import DocumentView, StatsView
 from indexfoundry.pipeline.inuse import mark_in_use, release
-from indexfoundry.pipeline.runs import RunStatusOutput, resolve_run_id, run_status
+from indexfoundry.pipeline.runs import RunStatusOutput, pipeline_of, resolve_run_id, run_status
 from indexfoundry.retrieval.budget import cursor_index, decode_cursor, encode_cursor, fit_texts, request_key
 from indexfoundry.retrieval.pages import RunView, page_key
 from indexfoundry.storage.atomic import append_ndjson
@@ -122,7 +122,7 @@ class Run:
         self.runs_dir = runs_dir
         # Pages of a run still being built are read with its model's counter (no search service yet).
         self._token_counter = token_counter
-        self.follows_latest = run_id == LATEST
+        self.follows_latest = is_latest(run_id)
         self._embedder = embedder
         self._in_use = in_use
         self._lock = threading.Lock()
@@ -135,6 +135,8 @@ class Run:
         self.reloads = 0
         self.layout = RunLayout.existing(runs_dir, resolve_run_id(runs_dir, run_id))
         self.manifest: RunManifest = load_manifest(self.layout)
+        # What 'latest' follows: the pipeline of the run it named now, whatever runs later.
+        self._latest_ref = latest_of(pipeline_of(self.layout, self.manifest))
         self._mark()
 
     # ------------------------------------------------------------- what the run is
@@ -318,7 +320,7 @@ class Run:
     def refresh(self) -> bool:
         """Reload the manifest; for 'latest', switch to a newer completed run. True if the run changed."""
         if self.follows_latest:
-            newest = resolve_run_id(self.runs_dir, LATEST)
+            newest = resolve_run_id(self.runs_dir, self._latest_ref)
             if newest != self.layout.run_id:
                 self.close()
                 self.layout = RunLayout.existing(self.runs_dir, newest)

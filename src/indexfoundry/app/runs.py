@@ -30,7 +30,7 @@ from indexfoundry.models.config import (
     load_pipeline_config,
     parse_pipeline_config,
 )
-from indexfoundry.models.ids import LATEST
+from indexfoundry.models.ids import is_latest, latest_of, latest_pipeline
 from indexfoundry.models.manifests import PipelineRunOutput, RunManifest
 from indexfoundry.models.serve import ServeOpenapiOutput, ServeStartOutput
 from indexfoundry.phases.executor import Executor
@@ -45,6 +45,7 @@ from indexfoundry.pipeline.runs import (
     list_runs,
     run_status,
 )
+from indexfoundry.pipeline.runs import pinned_latest as pinned_latest
 from indexfoundry.pipeline.runs import resolve_run_id as resolve_run_id
 from indexfoundry.storage.layout import PHASES, RunLayout
 from indexfoundry.storage.layout import runs_dir_for as runs_dir_for
@@ -110,7 +111,7 @@ def pipeline_run(
     glob = load_global_config()
     cfg = with_execution(validate_config(config, glob), executor, ray_address)
     root = runs_dir_for(runs_dir, glob)
-    base_layout = _base_layout(root, base)
+    base_layout = _base_layout(root, base, cfg.pipeline_name())
     if opened_executor is not None:
         return _pipeline_run(
             cfg, glob, root, base_layout, run_id, force, progress, embedder, allow_shrink, opened_executor, phase_runner
@@ -148,9 +149,10 @@ def _opened_executor(cfg: PipelineConfig) -> Iterator[Executor]:
 
 
 def _followed_latest(root: Path, cfg: PipelineConfig, run_id: str) -> RunManifest | None:
-    """The current 'latest' run, when it was built from the same sources as ``cfg``: the run a
-    plain rerun of a config (a nightly job without ``--base``) would replace as 'latest'."""
-    latest = latest_run(root)
+    """The current 'latest' run of ``cfg``'s pipeline, when it was built from the same sources as
+    ``cfg``: the run a plain rerun of a config (a nightly job without ``--base``) would replace as
+    'latest'."""
+    latest = latest_run(root, pipeline=cfg.pipeline_name())
     if latest is None or latest == run_id:
         return None
     layout = RunLayout.for_run(root, latest)
@@ -211,19 +213,22 @@ def _pipeline_run(
         openapi_writer=write_openapi,
     )
     if cfg.serve.auto_start and output.status != "failed":
-        # Serves 'latest': a server already started this way switches to the new run by itself.
-        started = start_background(root, LATEST, host=cfg.serve.host, port=cfg.serve.port or 8080)
+        # Serves this pipeline's 'latest': a server already started this way switches to the new run by itself.
+        started = start_background(
+            root, latest_of(cfg.pipeline_name()), host=cfg.serve.host, port=cfg.serve.port or 8080
+        )
         output.retrieval_endpoint = started.retrieval_endpoint
     return output
 
 
-def _base_layout(root: Path, base: str | None) -> RunLayout | None:
-    """The base run of an incremental run. 'latest' with no completed run yet means a full run
+def _base_layout(root: Path, base: str | None, pipeline: str) -> RunLayout | None:
+    """The base run of an incremental run. 'latest' is the newest completed run of the config's
+    own pipeline ('latest:<pipeline>' another's); with no completed run yet it means a full run
     (so a nightly ``--base latest`` also works the first night); a named run must exist."""
     if base is None:
         return None
-    if base == LATEST:
-        found = latest_run(root)
+    if is_latest(base):
+        found = latest_run(root, pipeline=latest_pipeline(base) or pipeline)
         return RunLayout.existing(root, found) if found is not None else None
     return RunLayout.existing(root, base)
 
@@ -286,9 +291,10 @@ def runs(
     limit: int = 20,
     before: str | None = None,
     after: str | None = None,
+    pipeline: str | None = None,
 ) -> list[RunListItem]:
-    """The runs of a runs folder, filtered (``indexfoundry_run_list``)."""
-    return list_runs(runs_dir_for(runs_dir), status_filter, limit, before, after)
+    """The runs of a runs folder, filtered (``indexfoundry_run_list``; ``pipeline``: that pipeline's only)."""
+    return list_runs(runs_dir_for(runs_dir), status_filter, limit, before, after, pipeline)
 
 
 def diff(

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from indexfoundry.errors import ConfigInvalid, RunNotFound
 from indexfoundry.models.config import ApiInfo, RateLimitConfig, ServeConfig, ServeEndpoint
-from indexfoundry.models.ids import LATEST
+from indexfoundry.models.ids import is_latest
 from indexfoundry.models.retrieval import RetrievalProfile
 from indexfoundry.models.serve import ServeOpenapiOutput, ServerInfo, ServeStartOutput
 from indexfoundry.pipeline.inuse import pid_alive
-from indexfoundry.pipeline.runs import resolve_run_id
+from indexfoundry.pipeline.runs import pinned_latest, resolve_run_id
 from indexfoundry.storage.atomic import atomic_write_json, atomic_write_text, dump_json, read_json
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.hashing import sha256_bytes
@@ -113,7 +113,7 @@ def _served_run(runs_dir: Path, run_spec: str) -> str | None:
     try:
         return resolve_run_id(runs_dir, run_spec)
     except RunNotFound:
-        if run_spec != LATEST:
+        if not is_latest(run_spec):
             raise
         return None
 
@@ -183,9 +183,12 @@ def start_background(
     log_requests: bool | None = None,
     timeout_s: float = STARTUP_TIMEOUT_S,
 ) -> ServeStartOutput:
-    """Start a server of ``run_spec`` (a run that must exist, or 'latest') in a background
-    process of the HTTP surface and wait until it answers ``/health``."""
-    if run_spec != LATEST:
+    """Start a server of ``run_spec`` (a run that must exist, 'latest' or 'latest:<pipeline>') in a
+    background process of the HTTP surface and wait until it answers ``/health``. A bare 'latest'
+    follows the folder's one pipeline (CONFIG_INVALID when it holds several)."""
+    if is_latest(run_spec):
+        run_spec = pinned_latest(runs_dir, run_spec)
+    else:
         RunLayout.existing(runs_dir, run_spec)
     return http_surface().start_background(
         runs_dir,

@@ -45,6 +45,7 @@ from indexfoundry.models.config_loading import (
     inherited_blocked_domains,
     load_global_config,
     load_pipeline_config,
+    names_private_host,
     parse_pipeline_config,
     read_config_file,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "inherited_blocked_domains",
     "load_global_config",
     "load_pipeline_config",
+    "names_private_host",
     "parse_pipeline_config",
     "pipeline_config_schema",
     "read_config_file",

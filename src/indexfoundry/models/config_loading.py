@@ -19,6 +19,7 @@ from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.config_connect import FolderSource, PdfSource, RepoSource
 from indexfoundry.models.config_global import ENV_GLOBAL_CONFIG, GLOBAL_CONFIG_FILE, GlobalConfig
 from indexfoundry.models.config_pipeline import PipelineConfig
+from indexfoundry.models.ids import pipeline_name_from
 from indexfoundry.models.validation import validation_error
 
 
@@ -58,6 +59,27 @@ def load_global_config(path: Path | None = None) -> GlobalConfig:
         raise validation_error(exc, str(path), GlobalConfig) from None
 
 
+def host_of_entry(entry: str) -> str:
+    """The host of a host-list entry ("name", "name:port", "[v6]:port" or a bare IPv6 address), lower case."""
+    entry = entry.strip().lower()
+    if entry.startswith("["):
+        return entry[1:].split("]", 1)[0]
+    return entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry
+
+
+def names_private_host(entry: str) -> bool:
+    """Whether a host-list entry names a loopback or private host (``localhost``, ``127.0.0.1``, ...)."""
+    import ipaddress
+
+    name = host_of_entry(entry).rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return not ipaddress.ip_address(name).is_global
+    except ValueError:
+        return False
+
+
 def inherited_blocked_domains(connect: dict[str, Any], inherited: list[str]) -> list[str]:
     """Blocked domains a pipeline config inherits from the global config.
 
@@ -66,30 +88,12 @@ def inherited_blocked_domains(connect: dict[str, Any], inherited: list[str]) -> 
     and so are entries naming one of ``allowed_private_hosts``. ``blocked_domains`` written in the
     pipeline config itself always apply in full.
     """
-    import ipaddress
-
-    def host_of(entry: str) -> str:
-        # "name", "name:port", "[v6]:port" or a bare IPv6 address -> the host, lower case
-        entry = entry.strip().lower()
-        if entry.startswith("["):
-            return entry[1:].split("]", 1)[0]
-        return entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry
-
-    def names_private(entry: str) -> bool:
-        name = host_of(entry).rstrip(".")
-        if name == "localhost" or name.endswith(".localhost"):
-            return True
-        try:
-            return not ipaddress.ip_address(name).is_global
-        except ValueError:
-            return False
-
-    allowed_hosts = {host_of(str(h)) for h in connect.get("allowed_private_hosts") or []}
+    allowed_hosts = {host_of_entry(str(h)) for h in connect.get("allowed_private_hosts") or []}
     private_ok = connect.get("allow_private_networks") is True
     return [
         entry
         for entry in inherited
-        if not (private_ok and names_private(entry)) and host_of(entry) not in allowed_hosts
+        if not (private_ok and names_private_host(entry)) and host_of_entry(entry) not in allowed_hosts
     ]
 
 
@@ -161,5 +165,9 @@ def parse_pipeline_config(
 
 
 def load_pipeline_config(path: Path, glob: GlobalConfig | None = None) -> PipelineConfig:
-    """Load a YAML/JSON pipeline config file; relative paths are relative to the file."""
-    return parse_pipeline_config(read_config_file(path), base_dir=path.resolve().parent, glob=glob)
+    """Load a YAML/JSON pipeline config file; relative paths are relative to the file, and the
+    pipeline is named after the file unless the config names it."""
+    config = parse_pipeline_config(read_config_file(path), base_dir=path.resolve().parent, glob=glob)
+    if config.name is None:
+        config.name = pipeline_name_from(path.stem.removesuffix(".config"))
+    return config

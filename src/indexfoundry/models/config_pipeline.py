@@ -13,12 +13,20 @@ from indexfoundry.models.config_extract import ExtractConfig
 from indexfoundry.models.config_index import IndexConfig
 from indexfoundry.models.config_normalize import NormalizeConfig
 from indexfoundry.models.config_serve import ServeConfig
-from indexfoundry.models.ids import RunId
+from indexfoundry.models.ids import PipelineName, RunId, pipeline_name_from
 
 
 class PipelineConfig(Strict):
     """A pipeline config file (YAML or JSON): one per indexed corpus."""
 
+    name: PipelineName | None = Field(
+        default=None,
+        description=(
+            "The pipeline's name: runs of one pipeline share it, and 'latest:<name>' is its newest "
+            "completed run (default: the config file's name without its extension and a '.config' "
+            "suffix; for a config given as data, index.vector_db.collection)"
+        ),
+    )
     run_id: RunId | None = Field(default=None, description="Run id to (re)use; new UUID v7 if omitted")
     connect: ConnectConfig
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
@@ -38,6 +46,10 @@ class PipelineConfig(Strict):
     execution: ExecutionConfig = Field(
         default_factory=ExecutionConfig, description="Executor: local processes or a Ray cluster"
     )
+
+    def pipeline_name(self) -> str:
+        """The pipeline the config's runs belong to: its ``name``, else its collection's name."""
+        return self.name or pipeline_name_from(self.index.vector_db.collection)
 
 
 def pipeline_config_schema() -> dict[str, Any]:

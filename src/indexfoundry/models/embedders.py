@@ -34,7 +34,8 @@ class EmbedderProvider:
     - ``extra`` / ``client``: the pip extra installing its client, and the module that must then
       import (None: nothing beyond the core dependencies).
     - ``weights``: the module of the packaged weights it reads (None: none packaged).
-    - ``model_folder``: its model may be a local folder (checked to exist before a run).
+    - ``model_folder``: its model is a local folder or a hub name, found on this machine before a
+      run (``backends/embedding/on_disk.py``: nothing is downloaded at run time).
     - ``needs_key`` / ``key_setting``: when it needs an API key, and the ``index`` setting naming
       the environment variable that holds it (read only when a request is made).
     - ``offline``: it embeds without any network (an agent may pick it without a connection).

@@ -104,6 +104,11 @@ class RunManifest(Strict):
     config_hash: str = Field(description="SHA-256 of config.json's canonical form")
     indexfoundry_version: str = Field(description="Version that created the run")
     base_run_id: str | None = Field(default=None, description="Run this one was derived from")
+    pipeline: str | None = Field(
+        default=None,
+        description="Pipeline the run belongs to ('latest:<pipeline>' is its newest completed run); "
+        "unset in runs made before pipelines were recorded (their collection's name stands in)",
+    )
     current_phase: PhaseName | None = Field(default=None, description="Phase running now, if any")
     phases: dict[PhaseName, PhaseManifest] = Field(default_factory=dict)
     totals: Totals = Field(default_factory=Totals)

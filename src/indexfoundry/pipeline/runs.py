@@ -1,4 +1,11 @@
-"""Run utilities: status and list (diff and cleanup build on these)."""
+"""Run utilities: status and list (diff and cleanup build on these), and what 'latest' names.
+
+Runs belong to pipelines (``RunManifest.pipeline``: the config's ``name``, by default its file's
+name). ``latest:<pipeline>`` is the newest completed (or partial) run of that pipeline; a bare
+``latest`` is the same when the runs folder holds one pipeline, and CONFIG_INVALID listing them
+when it holds several, so that running a second config in a folder never changes silently what
+a search, a server or an agent following ``latest`` answers from.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +17,10 @@ from pydantic import Field
 
 from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
 from indexfoundry.models.base import Strict
-from indexfoundry.models.ids import LATEST
-from indexfoundry.models.manifests import ErrorRecord, PhaseName, RunStatus, Totals
+from indexfoundry.models.ids import LATEST, is_latest, latest_of, latest_pipeline, pipeline_name_from
+from indexfoundry.models.manifests import ErrorRecord, PhaseName, RunManifest, RunStatus, Totals
 from indexfoundry.storage.layout import PHASES, RunLayout, is_run_id
-from indexfoundry.storage.manifest import load_manifest, lock_is_held
+from indexfoundry.storage.manifest import load_manifest, lock_is_held, read_frozen_config
 
 
 class PhaseStatusView(Strict):
@@ -93,13 +100,37 @@ def run_status(layout: RunLayout) -> RunStatusOutput:
 
 
 class RunListItem(Strict):
-    run_id: str
-    status: RunStatus
-    created_at: str
-    completed_at: str | None = None
-    chunks: int = 0
-    vectors: int = 0
-    errors: int = 0
+    run_id: str = Field(description="The run's id")
+    pipeline: str = Field(description="Pipeline the run belongs to ('latest:<pipeline>' names its newest run)")
+    status: RunStatus = Field(description="Run status (a run whose process died is 'failed')")
+    created_at: str = Field(description="ISO 8601 creation time")
+    completed_at: str | None = Field(default=None, description="ISO 8601 completion time")
+    chunks: int = Field(default=0, description="Chunks the normalize phase made")
+    vectors: int = Field(default=0, description="Vectors the index phase wrote")
+    errors: int = Field(default=0, description="Errors met")
+    failed_in: PhaseName | None = Field(default=None, description="Phase a failed run stopped in")
+    failure: str | None = Field(default=None, description="Error code that failed the run")
+
+
+def pipeline_of(layout: RunLayout, manifest: RunManifest) -> str:
+    """The pipeline a run belongs to: recorded in its manifest, else (a run made before pipelines
+    were recorded) its collection's name, read from its config.json."""
+    if manifest.pipeline:
+        return manifest.pipeline
+    try:
+        collection = read_frozen_config(layout).get("index", {}).get("vector_db", {}).get("collection")
+    except (IndexFoundryError, OSError, ValueError, AttributeError):
+        collection = None
+    return pipeline_name_from(str(collection or "indexfoundry"))
+
+
+def _failure(manifest: RunManifest, died: PhaseName | None) -> tuple[PhaseName | None, str | None]:
+    """Where a failed run stopped and the code of the error that stopped it."""
+    for name in reversed(PHASES):
+        phase = manifest.phases.get(name)  # type: ignore[call-overload]
+        if phase is not None and phase.status == "failed":
+            return name, (phase.errors[-1].code if phase.errors else None)  # type: ignore[return-value]
+    return died or manifest.current_phase, None
 
 
 def _parse_time(value: str | None, name: str) -> datetime | None:
@@ -119,8 +150,9 @@ def list_runs(
     limit: int = 20,
     before: str | None = None,
     after: str | None = None,
+    pipeline: str | None = None,
 ) -> list[RunListItem]:
-    """Runs in a runs folder, newest first, filtered by status, count and creation time."""
+    """Runs in a runs folder, newest first, filtered by status, count, creation time and pipeline."""
     before_t = _parse_time(before, "before")
     after_t = _parse_time(after, "after")
     items: list[RunListItem] = []
@@ -132,19 +164,26 @@ def list_runs(
         layout = RunLayout(path)
         try:
             manifest = load_manifest(layout)
-            effective, _ = effective_status(layout)
+            effective, died = effective_status(layout)
         except (IndexFoundryError, OSError, ValueError):
             continue
         created = _parse_time(manifest.created_at, "created_at")
         if status != "all" and effective != status:
             continue
+        belongs = pipeline_of(layout, manifest)
+        if pipeline is not None and belongs != pipeline:
+            continue
         if before_t and created and created >= before_t:
             continue
         if after_t and created and created <= after_t:
             continue
+        failed_in, failure = _failure(manifest, died) if effective == "failed" else (None, None)
         items.append(
             RunListItem(
                 run_id=manifest.run_id,
+                pipeline=belongs,
+                failed_in=failed_in,
+                failure=failure,
                 status=effective,
                 created_at=manifest.created_at,
                 completed_at=manifest.completed_at,
@@ -157,31 +196,89 @@ def list_runs(
     return items[:limit]
 
 
-def latest_run(runs_dir: Path, completed_only: bool = True) -> str | None:
-    """Id of the newest run (completed or partial when ``completed_only``)."""
-    for item in list_runs(runs_dir, limit=10_000):
-        if not completed_only or item.status in ("completed", "partial"):
-            return item.run_id
-    return None
+def _completed(item: RunListItem) -> bool:
+    return item.status in ("completed", "partial")
+
+
+def pipelines(runs_dir: Path) -> dict[str, RunListItem]:
+    """Each pipeline with a completed (or partial) run in ``runs_dir``, with its newest such run."""
+    newest: dict[str, RunListItem] = {}
+    for item in list_runs(runs_dir, limit=1_000_000):
+        if _completed(item):
+            newest.setdefault(item.pipeline, item)
+    return newest
+
+
+def ambiguous_latest(runs_dir: Path, newest: dict[str, RunListItem]) -> ConfigInvalid:
+    """The refusal of a bare 'latest' in a folder holding several pipelines, listing them."""
+    listed = ", ".join(f"{name} (newest run {item.run_id[:13]}…, {item.created_at})" for name, item in newest.items())
+    named = " or ".join(latest_of(name) for name in newest)
+    return ConfigInvalid(
+        f"'latest' is ambiguous: {runs_dir} holds {len(newest)} pipelines: {listed}",
+        suggestion=(
+            f"Name one: {named} (e.g. --run-id {latest_of(next(iter(newest)))}), or use a runs folder "
+            "per pipeline; 'indexfoundry run list' groups the runs by pipeline"
+        ),
+        details={"pipelines": sorted(newest)},
+    )
+
+
+def latest_run(runs_dir: Path, completed_only: bool = True, pipeline: str | None = None) -> str | None:
+    """Id of the newest run (completed or partial when ``completed_only``) of ``pipeline``;
+    without one, of the folder's one pipeline (CONFIG_INVALID when it holds several)."""
+    if pipeline is not None or not completed_only:
+        for item in list_runs(runs_dir, limit=1_000_000, pipeline=pipeline):
+            if not completed_only or _completed(item):
+                return item.run_id
+        return None
+    newest = pipelines(runs_dir)
+    if len(newest) > 1:
+        raise ambiguous_latest(runs_dir, newest)
+    return next(iter(newest.values())).run_id if newest else None
+
+
+def pinned_latest(runs_dir: Path, ref: str) -> str:
+    """``ref`` as a follower keeps it: a bare 'latest' becomes 'latest:<pipeline>' of the folder's
+    one pipeline (so that a second pipeline later never takes it over); else ``ref`` itself."""
+    if ref != LATEST:
+        return ref
+    newest = pipelines(runs_dir)
+    if len(newest) > 1:
+        raise ambiguous_latest(runs_dir, newest)
+    return latest_of(next(iter(newest))) if newest else ref
 
 
 def becomes_latest(runs_dir: Path, run_id: str) -> bool:
-    """Whether ``run_id``, once completed, is the newest completed or partial run: no run created
-    after it has finished. (A rerun of an older run never takes ``latest`` back.)"""
-    for item in list_runs(runs_dir, limit=10_000):
+    """Whether ``run_id``, once completed, is the newest completed or partial run of its pipeline:
+    no run of that pipeline created after it has finished. (A rerun of an older run never takes
+    ``latest`` back.)"""
+    layout = RunLayout.for_run(runs_dir, run_id)
+    pipeline = pipeline_of(layout, load_manifest(layout)) if layout.manifest.is_file() else None
+    for item in list_runs(runs_dir, limit=1_000_000, pipeline=pipeline):
         if item.run_id == run_id:
             return True
-        if item.status in ("completed", "partial"):
+        if _completed(item):
             return False
     return True
 
 
 def resolve_run_id(runs_dir: Path, run_id: str) -> str:
-    """The one resolver of 'latest': the newest completed (or partial) run (RUN_NOT_FOUND if
-    there is none); any other id is returned as is."""
-    if run_id == LATEST:
-        found = latest_run(runs_dir)
-        if found is None:
-            raise RunNotFound(f"no completed run in {runs_dir}", suggestion="Run 'indexfoundry pipeline run CONFIG'")
+    """The one resolver of 'latest' and 'latest:<pipeline>': the newest completed (or partial)
+    run (RUN_NOT_FOUND if there is none); any other id is returned as is."""
+    if not is_latest(run_id):
+        return run_id
+    pipeline = latest_pipeline(run_id)
+    found = latest_run(runs_dir, pipeline=pipeline)
+    if found is not None:
         return found
-    return run_id
+    if pipeline is None:
+        raise RunNotFound(f"no completed run in {runs_dir}", suggestion="Run 'indexfoundry pipeline run CONFIG'")
+    known = sorted(pipelines(runs_dir))
+    raise RunNotFound(
+        f"no completed run of pipeline '{pipeline}' in {runs_dir}",
+        suggestion=(
+            f"Pipelines with a completed run here: {', '.join(known)}"
+            if known
+            else "Run 'indexfoundry pipeline run CONFIG'"
+        ),
+    )

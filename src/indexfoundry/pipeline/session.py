@@ -74,6 +74,7 @@ class RunSession:
                 config_hash=sha256_json(frozen),
                 indexfoundry_version=__version__,
                 base_run_id=base_run_id,
+                pipeline=config.pipeline_name(),
             )
             _write(layout, manifest)
         return manifest

@@ -102,8 +102,11 @@ def totals_of(manifest: RunManifest) -> Totals:
 
 def frozen_config(config: PipelineConfig) -> dict[str, Any]:
     """The config snapshot written to ``config.json`` (no run id: it is not content; no executor:
-    where the work ran changes how fast, never what, so a Ray run and a local run freeze alike)."""
-    return config.model_copy(update={"run_id": None, "force": False}).model_dump(mode="json", exclude={"execution"})
+    where the work ran changes how fast, never what, so a Ray run and a local run freeze alike;
+    no name: the manifest records the pipeline, and one content under two names freezes alike)."""
+    return config.model_copy(update={"run_id": None, "force": False}).model_dump(
+        mode="json", exclude={"execution", "name"}
+    )
 
 
 def write_frozen_config(layout: RunLayout, frozen: dict[str, Any]) -> None:

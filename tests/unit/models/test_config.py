@@ -13,8 +13,8 @@ from tests.conftest import write_config
 def test_yaml_and_json_configs_load_to_the_same_model(tmp_path: Path):
     raw = {"connect": {"sources": [{"type": "folder", "path": "docs"}]}, "index": {"embedding_model": "hash"}}
     a = load_pipeline_config(write_config(tmp_path / "a.yaml", raw))
-    (tmp_path / "b.json").write_text(json.dumps(raw))
-    b = load_pipeline_config(tmp_path / "b.json")
+    (tmp_path / "a.json").write_text(json.dumps(raw))
+    b = load_pipeline_config(tmp_path / "a.json")  # the same name: the pipeline is named after the file
     assert a == b
 
 

@@ -8,7 +8,15 @@ import uuid6
 from pydantic import TypeAdapter, ValidationError
 
 from indexfoundry.app.tools.registry import load_tools
-from indexfoundry.models.ids import RUN_ID_OR_LATEST_PATTERN, RUN_ID_PATTERN, RunId, RunRef, is_run_id, is_run_prefix
+from indexfoundry.models.ids import (
+    RUN_ID_OR_LATEST_PATTERN,
+    RUN_ID_PATTERN,
+    RUN_REF_MAX_LENGTH,
+    RunId,
+    RunRef,
+    is_run_id,
+    is_run_prefix,
+)
 from indexfoundry.storage.layout import is_run_id as layout_is_run_id
 
 NEW_ID = str(uuid6.uuid7())
@@ -28,9 +36,9 @@ def test_run_id_refuses_anything_but_a_lowercase_uuid_and_run_ref_takes_latest_a
     for bad in (NEW_ID.upper(), NEW_ID + "\n", "latest", NEW_ID[:8]):
         with pytest.raises(ValidationError):
             ids.validate_python(bad)
-    for good in ("latest", NEW_ID[:6], NEW_ID, "not-a-uuid"):  # resolved later: RUN_NOT_FOUND
+    for good in ("latest", "latest:docs", NEW_ID[:6], NEW_ID, "not-a-uuid"):  # resolved later
         assert refs.validate_python(good) == good
-    for bad in ("", "x" * 65):
+    for bad in ("", "x" * 73):  # 'latest:' and a pipeline name of 64 characters fit
         with pytest.raises(ValidationError):
             refs.validate_python(bad)
 
@@ -43,7 +51,7 @@ def test_every_tool_field_naming_a_run_uses_the_one_run_id_type():
                 continue
             options = schema.get("anyOf", [schema])
             kinds = {
-                o.get("pattern") or ("ref" if o.get("maxLength") == 64 else "?")
+                o.get("pattern") or ("ref" if o.get("maxLength") == RUN_REF_MAX_LENGTH else "?")
                 for o in options
                 if o.get("type") != "null"
             }

@@ -48,7 +48,9 @@ def test_cleanup_is_a_dry_run_by_default_and_reports_space(three_runs, runs_dir:
 def test_cleanup_keeps_manifests_and_the_newest_completed_run(three_runs, runs_dir: Path):
     out = cleanup_runs(runs_dir, older_than_days=30, dry_run=False, now=LATER)
     assert [i.run_id for i in out.removed] == three_runs[:2]
-    assert {k.run_id: k.reason for k in out.protected} == {three_runs[2]: "newest completed run"}
+    assert {k.run_id: k.reason for k in out.protected} == {
+        three_runs[2]: "newest completed run of pipeline indexfoundry"
+    }
     for run_id in three_runs[:2]:
         assert sorted(p.name for p in (runs_dir / run_id).iterdir() if p.name != ".lock") == [
             "config.json",

@@ -13,6 +13,7 @@ from indexfoundry.pipeline.runs import (
     effective_status,
     latest_run,
     list_runs,
+    pinned_latest,
     resolve_run_id,
     run_status,
 )
@@ -22,9 +23,11 @@ from indexfoundry.storage.layout import PHASES, RunLayout
 OLDEST, OLD, NEW, NEWEST = (f"01a230de-0000-7000-8000-00000000000{n}" for n in range(1, 5))
 
 
-def _make(runs: Path, run_id: str, status: str, created_at: str) -> RunLayout:
+def _make(runs: Path, run_id: str, status: str, created_at: str, name: str | None = None) -> RunLayout:
     layout = RunLayout(runs / run_id)
-    config = PipelineConfig.model_validate({"connect": {"sources": [{"type": "folder", "path": str(runs)}]}})
+    config = PipelineConfig.model_validate(
+        {"name": name, "connect": {"sources": [{"type": "folder", "path": str(runs)}]}}
+    )
     RunSession.create(layout, config)
     with RunSession.open(layout) as session:
         session.manifest.status = status  # type: ignore[assignment]
@@ -99,3 +102,49 @@ def test_a_rerun_of_an_older_run_never_takes_latest_back(runs: Path):
     assert becomes_latest(runs, OLD) is True  # nothing completed after it
     assert becomes_latest(runs, OLDEST) is False  # OLD completed after it
     assert becomes_latest(runs, NEWEST) is True
+
+
+def test_latest_is_per_pipeline_and_a_bare_latest_over_two_pipelines_lists_them(runs: Path):
+    other = "01a230de-0000-7000-8000-000000000005"
+    _make(runs, other, "completed", "2026-11-05T00:00:00.000Z", name="papers")
+    assert {r.run_id: r.pipeline for r in list_runs(runs)}[OLD] == "indexfoundry"  # the collection's name
+    assert resolve_run_id(runs, "latest:indexfoundry") == OLD
+    assert resolve_run_id(runs, "latest:papers") == other
+    assert latest_run(runs, pipeline="papers") == other
+    with pytest.raises(IndexFoundryError) as error:
+        resolve_run_id(runs, "latest")
+    assert error.value.code == "CONFIG_INVALID"
+    assert "latest:papers or latest:indexfoundry" in (error.value.suggestion or "")
+    with pytest.raises(IndexFoundryError) as error:
+        pinned_latest(runs, "latest")
+    assert error.value.code == "CONFIG_INVALID"
+    with pytest.raises(IndexFoundryError) as error:
+        resolve_run_id(runs, "latest:nope")
+    assert error.value.code == "RUN_NOT_FOUND" and "indexfoundry, papers" in (error.value.suggestion or "")
+    # A rerun of an older run of one pipeline: only that pipeline's runs count.
+    assert becomes_latest(runs, OLD) is True
+
+
+def test_a_follower_pins_the_folders_one_pipeline(runs: Path):
+    assert pinned_latest(runs, "latest") == "latest:indexfoundry"
+    assert pinned_latest(runs, "latest:papers") == "latest:papers"
+    assert pinned_latest(runs, OLD) == OLD
+    assert pinned_latest(runs.parent / "empty", "latest") == "latest"  # no run yet: pinned when one completes
+
+
+def test_a_failed_run_lists_where_it_failed_not_its_counts(runs: Path):
+    from indexfoundry.models.manifests import ErrorRecord, PhaseManifest
+
+    with RunSession.open(RunLayout(runs / NEW)) as session:
+        session.manifest.phases["index"] = PhaseManifest(  # type: ignore[index]
+            started_at="2026-11-03T00:00:00.000Z",
+            status="failed",
+            phase_version="1",
+            tool_version="0",
+            config_hash="x",
+            fingerprint="x",
+            errors=[ErrorRecord(code="RUN_SHRANK", message="m", phase="index")],
+        )
+        session.commit()
+    item = next(r for r in list_runs(runs) if r.run_id == NEW)
+    assert (item.failed_in, item.failure) == ("index", "RUN_SHRANK")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import httpx
 
 from indexfoundry.errors import ConfigInvalid, DomainBlocked
-from indexfoundry.models.config import ConnectConfig, GlobalConfig, NetworkBounds
+from indexfoundry.models.config import ConnectConfig, GlobalConfig, NetworkBounds, names_private_host
 from indexfoundry.models.connections import FetchGrant
 
 Resolver = Callable[[str, int], list[str]]
@@ -164,6 +164,20 @@ class FetchPolicy:
         return False
 
 
+def _unblock_suggestion(url: httpx.URL, pattern: str) -> str:
+    """The way out of a blocked host: a loopback or private host (blocked by default, the global
+    config's ``security.blocked_domains``) is let through by ``allowed_private_hosts``; any other
+    entry was written in a blocked_domains list."""
+    if names_private_host(pattern):
+        port = url.port or (443 if url.scheme == "https" else 80)
+        host = f"[{url.host}]" if ":" in url.host else url.host
+        return (
+            f"Loopback and private hosts are not fetched by default: add '{host}:{port}' to "
+            "connect.allowed_private_hosts in the pipeline config (or set connect.allow_private_networks: true)"
+        )
+    return "Remove the entry from connect.blocked_domains (or the global config's security.blocked_domains)"
+
+
 def check_url(url: str | httpx.URL, policy: FetchPolicy) -> httpx.URL:
     """Parse ``url`` and apply the name rules; ``DOMAIN_BLOCKED`` says what and why."""
     text = str(url)
@@ -192,7 +206,7 @@ def check_url(url: str | httpx.URL, policy: FetchPolicy) -> httpx.URL:
         if host_matches(host, pattern):
             raise DomainBlocked(
                 f"refusing to fetch {text}: host '{host}' is in blocked_domains ('{pattern}')",
-                suggestion="Remove the entry from connect.blocked_domains (or the global security.blocked_domains)",
+                suggestion=_unblock_suggestion(parsed, pattern),
                 details={"url": text, "host": host, "reason": "blocked_domains", "matched": pattern},
             )
     for allowlist in policy.allowed_domains:

@@ -29,6 +29,7 @@ from indexfoundry.surfaces.cli import (
     search_cmd,
     serve_cmd,
 )
+from indexfoundry.surfaces.cli.output import as_invoked
 
 app = typer.Typer(
     name="indexfoundry",
@@ -73,7 +74,7 @@ def _fail(error: IndexFoundryError) -> NoReturn:
         from indexfoundry.models.manifests import ToolError
 
         typer.echo(json.dumps(ToolError.from_error(error).model_dump(mode="json", exclude_none=True)))
-    typer.echo(error.one_line(), err=True)
+    typer.echo(as_invoked(error.one_line()), err=True)
     sys.exit(error.exit_code)
 
 

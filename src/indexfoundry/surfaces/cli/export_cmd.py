@@ -16,7 +16,9 @@ app = typer.Typer(help="Export a run in other formats.", no_args_is_help=True)
 
 @app.command("llms-txt")
 def llms_txt(
-    run_id: str = typer.Option(LATEST, "--run-id", help="Run to export ('latest': newest completed)."),
+    run_id: str = typer.Option(
+        LATEST, "--run-id", help="Run to export ('latest': newest completed; 'latest:PIPELINE': that pipeline's)."
+    ),
     out: Path | None = typer.Option(None, "--out", help="Folder to write to (default: the run's served/)."),
     title: str | None = typer.Option(None, "--title", help="H1 title (default: the source names)."),
     runs_dir: Path | None = RunsDir,

@@ -25,7 +25,10 @@ DocsOption = typer.Option(
     show_default=False,
 )
 RunIdOption = typer.Option(
-    None, "--run-id", help="Run the retrieval tools read by default (default: the newest completed run)."
+    None,
+    "--run-id",
+    help="Run the retrieval tools read by default (default: the newest completed run; "
+    "'latest:PIPELINE' in a runs folder of several pipelines).",
 )
 EmbeddingModelOption = typer.Option(
     "local",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -15,6 +18,29 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column
 
 stderr = Console(stderr=True)
+
+# A command this CLI names in a hint ("indexfoundry run status ID"), not "indexfoundry[ray]" or a tool name.
+_COMMANDS = "pipeline|run|search|serve|mcp|config|connect|extract|normalize|index|export|eval"
+_COMMAND = re.compile(rf"(?<![\w/.\[-])indexfoundry(?= (?:{_COMMANDS})\b)")
+
+
+def program() -> str:
+    """How to type this CLI so that it runs: ``indexfoundry`` when that is what the shell finds on
+    PATH, else the path it was started by (``.venv/bin/indexfoundry`` after ``scripts/setup.sh``,
+    the venv never activated)."""
+    started = sys.argv[0] if sys.argv else ""
+    if Path(started).name != "indexfoundry":
+        return "indexfoundry"
+    found = shutil.which("indexfoundry")
+    if found is not None and Path(found).resolve() == Path(started).resolve():
+        return "indexfoundry"
+    return started if "/" in started else str(Path(started).resolve())
+
+
+def as_invoked(text: str) -> str:
+    """``text`` with every ``indexfoundry <command>`` it names written as :func:`program` says."""
+    name = program()
+    return text if name == "indexfoundry" else _COMMAND.sub(lambda _: name, text)
 
 
 def render(output: BaseModel, json_out: bool, lines: list[str]) -> None:

@@ -11,7 +11,7 @@ import typer
 from indexfoundry import api
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.surfaces.cli.options import AllowShrink, Force, Json, RunsDir
-from indexfoundry.surfaces.cli.output import RichProgress, print_json
+from indexfoundry.surfaces.cli.output import RichProgress, as_invoked, print_json
 
 if TYPE_CHECKING:
     from indexfoundry.models.manifests import ErrorRecord, PipelineRunOutput
@@ -29,10 +29,14 @@ SHOWN_ERRORS = 5
 
 
 def render_errors(errors: list[ErrorRecord], log_path: Path) -> None:
-    """The first few errors with their code and source, then where the rest are."""
-    for error in errors[:SHOWN_ERRORS]:
+    """The first few errors with their code, source and what to do about each, then where the
+    rest are (every run-level error, e.g. RUN_SHRANK or EMPTY_CONTENT, comes first)."""
+    shown = sorted(errors, key=lambda error: error.uri is not None)[:SHOWN_ERRORS]
+    for error in shown:
         where = f" {error.uri}" if error.uri else ""
         typer.echo(f"  {error.code}{where}: {error.message}", err=True)
+        if error.suggestion:
+            typer.echo(f"    → {as_invoked(error.suggestion)}", err=True)
     rest = len(errors) - SHOWN_ERRORS
     if rest > 0:
         typer.echo(f"  … and {rest} more in {log_path}", err=True)
@@ -67,7 +71,7 @@ def render_run(output: PipelineRunOutput, errors: list[ErrorRecord] | None = Non
         render_errors(errors, log_path)
     elif s.errors:
         typer.echo(f"errors are listed in {log_path}")
-    typer.echo("next: " + "\n      ".join(next_steps(output)), err=True)
+    typer.echo(as_invoked("next: " + "\n      ".join(next_steps(output))), err=True)
     typer.echo(f"run {output.run_id}")
 
 
@@ -99,7 +103,7 @@ def run(
         None,
         "--base",
         help="Incremental run: a new run reusing everything unchanged from this run id ('latest': the newest "
-        "completed run).",
+        "completed run of this config's pipeline).",
     ),
     force: bool = Force,
     allow_shrink: bool = AllowShrink,

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from indexfoundry import api
+
+if TYPE_CHECKING:
+    from indexfoundry.api import RunListItem
 from indexfoundry.surfaces.cli.options import Json, RunsDir
-from indexfoundry.surfaces.cli.output import print_json
+from indexfoundry.surfaces.cli.output import as_invoked, print_json
 
 app = typer.Typer(help="Inspect runs.", no_args_is_help=True)
 
@@ -37,6 +41,8 @@ def status(
         )
     for error in out.errors[:20]:
         typer.echo(f"  ! {error.code} {error.uri or ''}: {error.message}")
+        if error.suggestion:
+            typer.echo(f"    → {as_invoked(error.suggestion)}")
     if len(out.errors) > 20:
         typer.echo(f"  … {len(out.errors) - 20} more in logs/errors.ndjson")
 
@@ -48,21 +54,54 @@ def list_(
     limit: int = typer.Option(20, "--limit", min=1, max=100, help="Most runs shown."),
     before: str | None = typer.Option(None, "--before", help="Only runs created before this ISO time."),
     after: str | None = typer.Option(None, "--after", help="Only runs created after this ISO time."),
+    pipeline: str | None = typer.Option(None, "--pipeline", help="Only the runs of this pipeline."),
     json_out: bool = Json,
 ) -> None:
-    """Runs, newest first."""
+    """Runs, newest first, grouped by pipeline (the config's name: 'latest:PIPELINE' is its newest
+    completed run). A failed run shows the phase and error it failed with, not counts."""
     if status not in ("all", "completed", "running", "failed", "partial"):
         from indexfoundry.errors import ConfigInvalid
 
         raise ConfigInvalid(f"unknown status '{status}'", suggestion="all, completed, running, failed or partial")
-    items = api.runs(runs_dir=runs_dir, status_filter=status, limit=limit, before=before, after=after)  # type: ignore[arg-type]
+    items = api.runs(
+        runs_dir=runs_dir,
+        status_filter=status,  # type: ignore[arg-type]
+        limit=limit,
+        before=before,
+        after=after,
+        pipeline=pipeline,
+    )
     if json_out:
         print_json({"runs": [i.model_dump(mode="json", exclude_none=True) for i in items]})
         return
+    for line in run_list_lines(items):
+        typer.echo(line)
+
+
+def run_list_lines(items: list[RunListItem]) -> list[str]:
+    """The runs grouped by pipeline (the pipeline of the newest run first), each group newest first;
+    the newest completed run of each pipeline is marked as its 'latest'."""
     if not items:
-        typer.echo("no runs")
+        return ["no runs"]
+    groups: dict[str, list[RunListItem]] = {}
     for item in items:
-        typer.echo(f"{item.run_id}  {item.status:<9} {item.created_at}  chunks {item.chunks}  errors {item.errors}")
+        groups.setdefault(item.pipeline, []).append(item)
+    lines: list[str] = []
+    for name, runs in groups.items():
+        latest = next((r.run_id for r in runs if r.status in ("completed", "partial")), None)
+        lines.append(f"pipeline {name}" + (f"  (latest:{name} = {latest[:13]}…)" if latest else ""))
+        for item in runs:
+            lines.append(f"  {item.run_id}  {item.status:<9} {item.created_at}  {_outcome(item)}")
+    return lines
+
+
+def _outcome(item: RunListItem) -> str:
+    if item.status == "failed":
+        code = f" ({item.failure})" if item.failure else ""
+        return f"failed in {item.failed_in or 'an unknown phase'}{code}, nothing served"
+    if item.status == "running":
+        return "running"
+    return f"chunks {item.chunks}  vectors {item.vectors}  errors {item.errors}"
 
 
 @app.command("diff")

@@ -136,7 +136,12 @@ def register(app: typer.Typer) -> None:
     @app.command("search", cls=_FilterTriples)
     def search(
         query: str | None = typer.Argument(None, help="What to search for (or use --queries).", show_default=False),
-        run_id: str = typer.Option(LATEST, "--run-id", help="Run to search ('latest': newest completed)."),
+        run_id: str = typer.Option(
+            LATEST,
+            "--run-id",
+            help="Run to search: an id, 'latest' (the newest completed run) or 'latest:PIPELINE' "
+            "(that pipeline's, when the runs folder holds several).",
+        ),
         runs_dir: Path | None = RunsDir,
         top_k: int | None = typer.Option(
             None, "--top-k", min=1, max=1000, help="Number of results (default: the run profile's default_top_k)."

@@ -36,7 +36,12 @@ def _rate_limit(rpm: int | None, burst: int | None, off: bool) -> RateLimitConfi
 
 @app.command("start")
 def start(
-    run_id: str = typer.Option(LATEST, "--run-id", help="Run to serve; 'latest' follows each new completed run."),
+    run_id: str = typer.Option(
+        LATEST,
+        "--run-id",
+        help="Run to serve; 'latest' (or 'latest:PIPELINE' in a runs folder of several pipelines) "
+        "follows each new completed run of that pipeline.",
+    ),
     runs_dir: Path | None = RunsDir,
     host: str = typer.Option("127.0.0.1", "--host", help="Bind address (127.0.0.1: this machine only)."),
     port: int = typer.Option(8080, "--port", min=1024, max=65535, help="Port."),

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from indexfoundry import api
-from indexfoundry.errors import IndexFoundryError, RunNotFound
-from indexfoundry.models.ids import LATEST
+from indexfoundry.errors import ConfigInvalid, IndexFoundryError, RunNotFound
+from indexfoundry.models.ids import LATEST, is_latest
 
 log = logging.getLogger("indexfoundry.http")
 
@@ -32,7 +32,7 @@ class RunHolder:
     def __init__(self, runs_dir: Path, run_id: str, *, reload_interval_s: float = 2.0, embedder: Any = None) -> None:
         self.runs_dir = runs_dir
         self.run_spec = run_id
-        self.follow_latest = run_id == LATEST
+        self.follow_latest = is_latest(run_id)
         self.reload_interval_s = reload_interval_s
         self.embedder = embedder
         self._current: api.Run | None = None
@@ -58,6 +58,8 @@ class RunHolder:
             yield run
 
     def _wanted_run(self) -> str | None:
+        if self.run_spec == LATEST:  # the folder's one pipeline, kept once known
+            self.run_spec = api.pinned_latest(self.runs_dir, LATEST)
         try:
             return api.resolve_run_id(self.runs_dir, self.run_spec)
         except RunNotFound:
@@ -93,7 +95,7 @@ class RunHolder:
         try:
             self.refresh()
         except IndexFoundryError as error:
-            if not self.follow_latest:
+            if not self.follow_latest or isinstance(error, ConfigInvalid):  # e.g. an ambiguous 'latest'
                 raise
             self.last_error = error
         if self._current is None and not self.follow_latest:

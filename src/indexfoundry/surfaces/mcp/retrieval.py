@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from indexfoundry import api
 from indexfoundry.errors import RunNotFound
-from indexfoundry.models.ids import LATEST
+from indexfoundry.models.ids import LATEST, is_latest
 from indexfoundry.models.retrieval import RetrievalProfile, SearchMode, SearchRequest, SearchResponse, SearchResult
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
 from indexfoundry.surfaces.mcp.freshness import FreshnessGate
@@ -77,13 +77,16 @@ class RunSource(Protocol):
 
 
 class FixedRuns:
-    """A runs folder and an optional fixed run; without one, the newest completed run."""
+    """A runs folder and an optional fixed run; without one (or 'latest'), the newest completed run
+    of the folder's one pipeline, kept once known (a second pipeline run later never takes over)."""
 
     def __init__(self, runs_dir: Path, run_id: str | None = None) -> None:
         self.runs_dir = runs_dir
         self.run_id = run_id
 
     def default_run(self) -> str:
+        if (self.run_id or LATEST) == LATEST:
+            self.run_id = api.pinned_latest(self.runs_dir, LATEST)
         return latest_or_named(self.runs_dir, self.run_id or LATEST)
 
 
@@ -146,8 +149,8 @@ class RetrievalTools:
     def _run(self, run_id: str | None) -> str:
         if run_id is None:
             return self.source.default_run()
-        if check_run_id(run_id, allow_latest=True) == LATEST:
-            return latest_or_named(self.source.runs_dir, LATEST)
+        if is_latest(check_run_id(run_id, allow_latest=True)):
+            return latest_or_named(self.source.runs_dir, run_id)
         return run_id
 
     def using(self, run_id: str | None, *, building: bool = True) -> AbstractContextManager[api.Run]:

@@ -19,16 +19,19 @@ from typing import Any
 
 from indexfoundry import api
 from indexfoundry.errors import RunNotFound
-from indexfoundry.models.ids import LATEST
+from indexfoundry.models.ids import is_latest, is_pipeline_name, latest_pipeline
 
 # Top-level arguments that hold run ids.
 RUN_ID_KEYS: frozenset[str] = frozenset({"run_id", "run_id_a", "run_id_b", "base_run_id"})
 
 
 def check_run_id(value: Any, key: str = "run_id", *, allow_latest: bool = False) -> str:
-    """A run id must be a lowercase UUID (or, where allowed, 'latest'); anything else is RUN_NOT_FOUND."""
-    if allow_latest and value == LATEST:
-        return LATEST
+    """A run id must be a lowercase UUID (or, where allowed, 'latest' or 'latest:<pipeline>');
+    anything else is RUN_NOT_FOUND."""
+    if allow_latest and isinstance(value, str) and is_latest(value):
+        pipeline = latest_pipeline(value)
+        if pipeline is None or is_pipeline_name(pipeline):
+            return value
     if not isinstance(value, str) or not api.is_run_id(value):
         raise RunNotFound(
             f"{key} {value!r} is not a run id",

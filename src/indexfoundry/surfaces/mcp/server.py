@@ -281,7 +281,7 @@ def create_server(
     <token>`` (the SDK's bearer middleware, with a constant-time static token check).
     """
     if options.run_id is not None:
-        check_run_id(options.run_id)
+        check_run_id(options.run_id, "--run-id", allow_latest=True)
     backing = _backing(options)
     freshness = FreshnessGate(options.freshness_reuse_s, options.freshness_per_minute)
     retrieval = RetrievalTools(
