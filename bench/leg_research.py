@@ -14,6 +14,8 @@ index. Then each variant is ranked and scored without further model calls:
 - ``rocchio``: the query vector moved toward the mean of the best-matching vectors of the top
   ``m`` hits (``src=sem``: the semantic leg's, ``src=rrf``: the fused ranking's), weight ``beta``,
   re-normalised; the semantic leg re-ranked with it, then fused again;
+- ``dedupe``: the fused ranking without a chunk whose first vector has a cosine above ``tau``
+  with that of a chunk ranked above it (near-identical sections or windows);
 - ``kwprf``: the keyword leg's query expanded by the ``t`` heaviest terms of the fused top ``m``
   (RM3-like, ``lam`` × the expansion's max-normalised BM25 score), then fused again.
 
@@ -42,7 +44,7 @@ import numpy as np
 from indexfoundry import api
 from indexfoundry.app.answers import DEPTH, KeyedQuestion, first_rank, read_answers, score_ranks, squash
 from indexfoundry.app.eval import read_qrels, read_queries, score_rankings
-from indexfoundry.backends.embedding.providers import embed_queries
+from indexfoundry.backends.embedding.base import embed_queries
 from indexfoundry.backends.keyword.bm25 import keyword_text
 from indexfoundry.phases.index.embedding import decode_vector
 from indexfoundry.retrieval.fusion import rrf_fuse
@@ -121,6 +123,18 @@ class Legs:
             moved[qi] /= np.linalg.norm(moved[qi])
         return moved @ self.vectors.T
 
+    def dedupe(self, ranking: Ranked, position: dict[str, int], tau: float) -> Ranked:
+        """``ranking`` without chunks whose first vector is within cosine ``tau`` of a kept one's."""
+        kept: Ranked = []
+        firsts: list[np.ndarray[Any, Any]] = []
+        for cid, score in ranking:
+            first = self.vectors[self.members[position[cid]][0]]
+            if any(float(first @ other) > tau for other in firsts):
+                continue
+            kept.append((cid, score))
+            firsts.append(first)
+        return kept
+
     def expansion(self, text: str, chunk_ids: list[str], t: int) -> list[str]:
         row = {c: i for i, c in enumerate(self.bm25.ids)}
         weights: Counter[int] = Counter()
@@ -157,6 +171,8 @@ def variants(legs: Legs) -> dict[str, Callable[[int], Ranked]]:
         out[f"agree th={th} k1={k1} k2={k2}"] = lambda qi, a=(th, k1, k2): agree(qi, *a)
     fused = [rrf_fuse([legs.ranked(base[qi]), kw[qi]], 60) for qi in range(len(legs.texts))]
     position = {c: k for k, c in enumerate(legs.chunk_ids)}
+    for tau in (0.9, 0.95, 0.98):
+        out[f"dedupe tau={tau}"] = lambda qi, t=tau: legs.dedupe(fused[qi], position, t)
     for src in ("sem", "rrf"):
         for m, beta in ((1, 0.25), (2, 0.5), (3, 0.25), (5, 0.25)):
             tops = [
