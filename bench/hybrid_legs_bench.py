@@ -1,20 +1,27 @@
-"""Hybrid search at N chunks, leg by leg: semantic top-10 and top-50, keyword top-50,
-the fusion, hybrid threaded and with its legs one after the other, and Chroma's own query.
+"""Hybrid search at N chunks, leg by leg, interleaved: ``search`` in each mode (top 10), the
+parts of hybrid (the query's vector, the store's 100 nearest, BM25's 100 best, the fusion of
+the two lists), and hybrid with its whole legs side by side on two threads (what it did before).
 
 Builds (once, kept in FOLDER) the synthetic run of ``bench/search_bench.py`` (hash embedder,
-embedded Chroma), then prints p50 milliseconds over 200 random 6-term queries:
+embedded Chroma), then times every row on the same random 6-term queries, the rows in a
+rotating order within each query, so that load from other processes falls on every row alike,
+and prints one JSON object: p50 milliseconds per row, hybrid / the slower single mode, and the
+machine's load average before and after:
 
-    PYTHONPATH=src .venv/bin/python bench/hybrid_legs_bench.py /tmp/h100k 100000
+    PYTHONPATH=src .venv/bin/python bench/hybrid_legs_bench.py /tmp/h100k 100000 --rounds 3
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import random
 import sys
-import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 import numpy as np
@@ -23,15 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search_bench import write_docs
 
 from indexfoundry import api
-from indexfoundry.backends.embedding.base import embed_queries
 from indexfoundry.models.retrieval import SearchRequest
 from indexfoundry.retrieval.fusion import fuse
-from indexfoundry.retrieval.service import open_service
+from indexfoundry.retrieval.service import HYBRID_CANDIDATES, SearchService, open_service
 from indexfoundry.storage.layout import RunLayout
 
 
-def main() -> None:
-    root, chunks = Path(sys.argv[1]), int(sys.argv[2])
+def build(root: Path, chunks: int) -> Path:
     runs = root / "runs"
     if not runs.exists():
         docs = root / "docs"
@@ -43,33 +48,69 @@ def main() -> None:
             "index": {"embedding_model": "hash"},
         }
         api.pipeline_run(config, runs_dir=runs)
+    return runs
+
+
+def rows(svc: SearchService, first: str) -> dict[str, Callable[[str], Any]]:
+    pool = HYBRID_CANDIDATES
+    hybrid = svc.profile.retrieval_config.hybrid_config
+    vector = svc.query_vector(first)
+    semantic, keyword = svc.semantic(first, pool, []), svc.keyword(first, pool, [])
+    threads = ThreadPoolExecutor(max_workers=1)
+
+    def legs_on_two_threads(q: str) -> Any:
+        lexical = threads.submit(svc.keyword, q, pool, [])
+        try:
+            nearest = svc.semantic(q, pool, [])
+        finally:
+            words = lexical.result()
+        return fuse(nearest, words, hybrid, 10)
+
+    return {
+        "search_semantic": lambda q: svc.search(SearchRequest(query=q, top_k=10, mode="semantic")),
+        "search_keyword": lambda q: svc.search(SearchRequest(query=q, top_k=10, mode="keyword")),
+        "search_hybrid": lambda q: svc.search(SearchRequest(query=q, top_k=10, mode="hybrid")),
+        "query_vector": svc.query_vector,
+        "nearest100": lambda q: svc.nearest(vector, pool, []),
+        "keyword100": lambda q: svc.keyword(q, pool, []),
+        "fusion10": lambda q: fuse(semantic, keyword, hybrid, 10),
+        "hybrid_legs_on_two_threads": legs_on_two_threads,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="Where the run is built (and kept for the next time)")
+    parser.add_argument("chunks", type=int, help="Chunks of the synthetic corpus (10 per file)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2, help="Passes over the queries")
+    args = parser.parse_args()
+    runs = build(args.folder, args.chunks)
     svc = open_service(RunLayout(runs / api.resolve_run_id(runs, "latest")))
     rng = random.Random(7)
     vocab = [f"term{i}" for i in range(4000)]
-    queries = [" ".join(rng.choice(vocab) for _ in range(6)) for _ in range(200)]
-
-    def p50(fn: Callable[[str], Any]) -> float:
-        fn(queries[0])
-        times = []
-        for query in queries:
-            start = time.perf_counter()
-            fn(query)
-            times.append((time.perf_counter() - start) * 1000)
-        return round(float(np.percentile(times, 50)), 2)
-
-    hybrid = svc.profile.retrieval_config.hybrid_config
-    vector = embed_queries(svc.embedder, [queries[0]])[0]
+    queries = [" ".join(rng.choice(vocab) for _ in range(6)) for _ in range(args.queries)]
+    table = rows(svc, queries[0])
+    names = list(table)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for name in names:  # warm: the store, the keyword index and the chunks are loaded
+        table[name](queries[0])
+    load_before = os.getloadavg()
+    for turn in range(args.rounds * len(queries)):
+        query = queries[turn % len(queries)]
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            start = perf_counter()
+            table[name](query)
+            times[name].append((perf_counter() - start) * 1000)
+    p50 = {name: round(float(np.percentile(t, 50)), 3) for name, t in times.items()}
+    slower = max(p50["search_semantic"], p50["search_keyword"])
     result = {
-        "semantic10": p50(lambda q: svc.semantic(q, 10, [])),
-        "semantic50": p50(lambda q: svc.semantic(q, 50, [])),
-        "keyword50": p50(lambda q: svc.keyword(q, 50, [])),
-        "hybrid10_rank": p50(lambda q: svc.hybrid(q, 10, [])),
-        "hybrid_seq": p50(lambda q: fuse(svc.semantic(q, 50, []), svc.keyword(q, 50, []), hybrid)[:10]),
-        "search_semantic": p50(lambda q: svc.search(SearchRequest(query=q, top_k=10, mode="semantic"))),
-        "search_keyword": p50(lambda q: svc.search(SearchRequest(query=q, top_k=10, mode="keyword"))),
-        "search_hybrid": p50(lambda q: svc.search(SearchRequest(query=q, top_k=10, mode="hybrid"))),
-        "store_query10": p50(lambda q: svc.store.query(vector, 10, None)),
-        "store_query50": p50(lambda q: svc.store.query(vector, 50, None)),
+        "chunks": args.chunks,
+        "queries": len(queries) * args.rounds,
+        "p50_ms": p50,
+        "hybrid_over_slower_mode": round(p50["search_hybrid"] / slower, 3),
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(result))
 

@@ -19,13 +19,12 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from indexfoundry.backends.embedding.base import Embedder, embed_queries
+from indexfoundry.backends.embedding.base import Embedder, Vectors, embed_queries
 from indexfoundry.backends.embedding.providers import resolve_embedder
 from indexfoundry.backends.embedding.windows import chunk_of
 from indexfoundry.backends.keyword.bm25 import KeywordIndex
@@ -52,6 +51,7 @@ from indexfoundry.retrieval.budget import TokenCounter, counter_for, page_search
 from indexfoundry.retrieval.expand import Expander
 from indexfoundry.retrieval.filters import check_filters, matches, needs_post_filter, store_where
 from indexfoundry.retrieval.fusion import Ranked, fuse
+from indexfoundry.retrieval.legs import QueryLegs
 from indexfoundry.storage.artifacts import read_artifact
 from indexfoundry.storage.atomic import read_json
 from indexfoundry.storage.hashing import canonical_json
@@ -109,7 +109,7 @@ class SearchService:
         self._reranked: OrderedDict[str, Reranked] = OrderedDict()
         self._expander: Expander | None = None
         self._lock = threading.RLock()
-        self._executor: ThreadPoolExecutor | None = None
+        self._legs = QueryLegs()
         self.profile = (
             RetrievalProfile.model_validate(read_json(layout.retrieval_profile))
             if layout.retrieval_profile.is_file()
@@ -165,10 +165,10 @@ class SearchService:
                 self._data = {row["chunk_id"]: row for row in rows}
             return self._chunks
 
-    def _chunk_data(self, chunk_id: str) -> dict[str, Any] | None:
+    def _rows(self) -> dict[str, dict[str, Any]]:
         self.chunks  # noqa: B018 - loads the rows
         assert self._data is not None
-        return self._data.get(chunk_id)
+        return self._data
 
     def chunk(self, chunk_id: str) -> DocumentChunk:
         found = self.chunks.get(chunk_id)
@@ -178,11 +178,24 @@ class SearchService:
 
     # ------------------------------------------------------------------ the three modes
     def _keep(self, chunk_id: str, filters: list[SearchFilter]) -> bool:
-        data = self._chunk_data(chunk_id)
+        data = self._rows().get(chunk_id)
         return data is not None and (not filters or matches(data, filters))
+
+    def _kept(self, hits: Iterable[tuple[str, float]], filters: list[SearchFilter]) -> Ranked:
+        """The hits whose chunk is in the run and passes ``filters``, in their order."""
+        rows = self._rows()
+        return [(c, s) for c, s in hits if (self._keep(c, filters) if filters else c in rows)]
+
+    def query_vector(self, query: str) -> Vectors:
+        """The query's vector (1 x dimensions), by the run's model (timed: ``retrieval.legs``)."""
+        return self._legs.embed(lambda: embed_queries(self.embedder, [query]))
 
     def semantic(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
         """Up to ``k`` chunks by cosine similarity, filters applied (in the store where it can)."""
+        return self.nearest(self.query_vector(query), k, filters) if self.chunks and k > 0 else []
+
+    def nearest(self, query_vector: Vectors, k: int, filters: list[SearchFilter]) -> Ranked:
+        """Up to ``k`` chunks nearest to ``query_vector``, filters applied (in the store where it can)."""
         total = len(self.chunks)
         if total == 0 or k <= 0:
             return []
@@ -198,7 +211,7 @@ class SearchService:
         windows = vectors > total
         fetch = k * 4 if needs_post_filter(filters, self.store_fields, contains) else k
         fetch = min(vectors, fetch * 2 if windows else fetch)
-        vector = embed_queries(self.embedder, [query])[0]
+        vector = query_vector[0]
         # Without a filter for the store, a store that can rank without reading metadata does
         # (Chroma: most of a 50-hit query's time is its metadata).
         scores_only = getattr(self.store, "query_scores", None) if where is None else None
@@ -212,7 +225,7 @@ class SearchService:
                 cid = chunk_of(hit_id) if windows else hit_id
                 if cid not in best or score > best[cid]:
                     best[cid] = score
-            kept = [(cid, score) for cid, score in best.items() if self._keep(cid, filters)]
+            kept = self._kept(best.items(), filters)
             if len(kept) >= k or len(hits) < fetch or fetch >= vectors:
                 break
             fetch = min(vectors, fetch * 4)
@@ -239,7 +252,7 @@ class SearchService:
             return self._store_keyword(query, k, filters)
         index = self.keyword_index
         mask = self._mask(index, filters) if filters else None
-        return [(h.chunk_id, h.score) for h in index.search(query, k, mask) if self._keep(h.chunk_id, filters)]
+        return self._kept(index.search(query, k, mask), filters)
 
     def _store_keyword(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
         """The keyword leg in the store's own full-text search (pgvector's option), filters pushed
@@ -261,20 +274,14 @@ class SearchService:
     def hybrid(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
         """Semantic and keyword candidates fused as the profile's ``hybrid_config`` says."""
         pool = max(k, HYBRID_CANDIDATES)
-        # The two legs run at once: the query embedding and the vector search (ONNX Runtime,
-        # the store) and BM25's numpy scoring release the GIL for most of their time.
-        keyword = self._legs().submit(self.keyword, query, pool, filters)
-        try:
-            semantic = self.semantic(query, pool, filters)
-        finally:
-            lexical = keyword.result()
-        return fuse(semantic, lexical, self.profile.retrieval_config.hybrid_config)[:k]
-
-    def _legs(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid-keyword")
-            return self._executor
+        if not self.chunks or k <= 0:
+            return []
+        # The query's embedding beside BM25 when it is slow enough, then the store (retrieval/legs.py).
+        query_vector, lexical = self._legs.both(
+            lambda: embed_queries(self.embedder, [query]), lambda: self.keyword(query, pool, filters)
+        )
+        semantic = self.nearest(query_vector, pool, filters)
+        return fuse(semantic, lexical, self.profile.retrieval_config.hybrid_config, k)
 
     def rank(self, query: str, mode: SearchMode, k: int, filters: list[SearchFilter] | None = None) -> Ranked:
         """The best ``k`` (chunk id, score) pairs for ``query`` in ``mode``, best first.
@@ -466,9 +473,7 @@ class SearchService:
 def close_service(service: SearchService) -> None:
     """Release the service's vector store connection (server stores hold one)."""
     with service._lock:
-        if service._executor is not None:
-            service._executor.shutdown(wait=True)
-            service._executor = None
+        service._legs.close()
         if service._store is not None:
             service._store.close()
             service._store = None

@@ -70,3 +70,33 @@ def test_an_rrf_tie_of_two_first_places_goes_to_the_clearer_lead():
     assert ranked[0][1] == pytest.approx(ranked[1][1])
     assert [cid for cid, _ in ranked][:2] == ["exact", "other"]
     assert rrf_fuse([semantic, keyword], k=60) == ranked  # deterministic
+
+
+def test_the_best_limit_is_the_whole_order_cut_there_for_both_methods() -> None:
+    import random
+
+    rng = random.Random(3)
+    for _ in range(400):
+        ids = [f"c{i:02d}" for i in range(rng.randint(0, 40))]
+
+        def ranking(ids: list[str]) -> list[tuple[str, float]]:
+            picked = rng.sample(ids, rng.randint(0, len(ids)))
+            scores = sorted((rng.choice([0.5, 0.25, rng.random(), -rng.random()]) for _ in picked), reverse=True)
+            return list(zip(picked, scores, strict=True))
+
+        semantic, keyword = ranking(ids), ranking(ids)
+        for config in (
+            HybridConfig(fusion_method="rrf", rrf_k=60),
+            HybridConfig(fusion_method="weighted_sum", alpha=0.6),
+        ):
+            whole = fuse(semantic, keyword, config)
+            assert sorted(cid for cid, _ in whole) == sorted({c for c, _ in semantic + keyword})
+            for limit in (0, 1, 5, 10, 100):
+                assert fuse(semantic, keyword, config, limit) == whole[:limit]
+
+
+def test_a_list_without_weight_never_breaks_the_fusion() -> None:
+    # alpha 1: chunks only the keyword list has score 0 and come after every semantic hit.
+    fused = weighted_fuse([("a", 0.9), ("b", 0.5)], [("c", 3.0), ("a", 1.0)], 1.0)
+    assert [cid for cid, _ in fused] == ["a", "b", "c"]
+    assert [cid for cid, _ in weighted_fuse([("a", 0.9)], [("c", 3.0), ("d", 2.0)], 0.0)] == ["c", "d", "a"]

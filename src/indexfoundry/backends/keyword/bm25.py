@@ -13,15 +13,15 @@ the files are written to a temporary sibling folder that is then renamed into pl
 from __future__ import annotations
 
 import array
+import functools
 import itertools
 import os
 import re
 import shutil
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -75,6 +75,22 @@ _tokens: Memo[list[str]] = Memo(50_000)
 _WORD = re.compile(r"(?u)\b\w\w+\b")
 
 
+@functools.cache
+def _stopwords() -> frozenset[str]:
+    from bm25s.tokenization import _infer_stopwords
+
+    return frozenset(_infer_stopwords(STOPWORDS))
+
+
+def query_tokens(query: str, stemmer: Any) -> list[str]:
+    """``tokenize([query])[0]`` for one search query, without bm25s' per-call set-up (its
+    progress bars and vocabulary cost more than the query's few words): the words lowercased,
+    stopwords dropped, then stemmed."""
+    stop = _stopwords()
+    words = [word for word in _WORD.findall(query.lower()) if word not in stop]
+    return list(stemmer.stemWords(words)) if words else []
+
+
 def corpus_token_ids(texts: list[str]) -> tuple[dict[str, int], list[list[int]]]:
     """The keyword index's vocabulary (every token of ``texts`` and "", numbered in sorted order)
     and each text's token ids: exactly ``tokenize``'s tokens. In one pass over the corpus: each
@@ -85,8 +101,6 @@ def corpus_token_ids(texts: list[str]) -> tuple[dict[str, int], list[list[int]]]
         corpus = tokenize(texts)
         vocab = {token: i for i, token in enumerate(sorted({t for doc in corpus for t in doc} | {""}))}
         return vocab, [[vocab[t] for t in doc] for doc in corpus]
-    from bm25s.tokenization import _infer_stopwords
-
     # Each distinct lowercased word -> its number, in order of appearance; numbered and looked up
     # in C (a defaultdict whose factory counts) and kept as 8-byte ints, not a list of strings.
     words: defaultdict[str, int] = defaultdict(itertools.count().__next__)
@@ -97,7 +111,7 @@ def corpus_token_ids(texts: list[str]) -> tuple[dict[str, int], list[list[int]]]
         found = _WORD.findall(text.lower())
         lengths.append(len(found))
         flat.extend(map(number, found))
-    stop = frozenset(_infer_stopwords(STOPWORDS))
+    stop = _stopwords()
     kept = [w for w in words if w not in stop]
     stem_of = dict(zip(kept, _stemmer().stemWords(kept), strict=True))
     vocab = {token: i for i, token in enumerate(sorted(set(stem_of.values()) | {""}))}
@@ -164,8 +178,7 @@ def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[
     return sorted(p for p in target.iterdir() if p.is_file())
 
 
-@dataclass(frozen=True)
-class KeywordHit:
+class KeywordHit(NamedTuple):
     """One BM25 match: chunk id and its BM25 score (always > 0)."""
 
     chunk_id: str
@@ -178,6 +191,10 @@ class KeywordIndex:
     def __init__(self, chunk_ids: list[str], retriever: Any) -> None:
         self.chunk_ids = chunk_ids
         self.position = {cid: i for i, cid in enumerate(chunk_ids)}
+        # Ties are ordered by chunk id. The index is built in chunk-id order, so that is the
+        # position; an index in another order gets each position's rank by id.
+        in_order = all(a < b for a, b in itertools.pairwise(chunk_ids))
+        self._tie_rank = None if in_order else np.argsort(np.argsort(np.asarray(chunk_ids, dtype=object)))
         self._retriever = retriever
         self._stemmer = _stemmer()
 
@@ -216,21 +233,21 @@ class KeywordIndex:
         """Up to ``k`` chunks matching ``query``; with ``mask`` (1 keep, 0 drop per chunk) only kept ones."""
         if self._retriever is None or k <= 0:
             return []
-        tokens = tokenize([query], self._stemmer)
-        if not tokens or not tokens[0]:
+        tokens = query_tokens(query, self._stemmer)
+        if not tokens:
             return []
         # Scores of every chunk (sparse: only chunks holding a query term get one), then the
         # top k among the matching chunks only. bm25s' own retrieve runs np.argpartition over
         # all N scores, mostly zeros: at 100k chunks that selection, not the scoring, was 10x
         # the 10k time. Ties at the k-th score are all kept, then ordered by chunk id, so the
         # result never depends on a selection algorithm's tie order.
-        scores = self._retriever.get_scores(
-            tokens[0], weight_mask=None if mask is None else np.asarray(mask, np.float32)
-        )
+        scores = self._retriever.get_scores(tokens, weight_mask=None if mask is None else np.asarray(mask, np.float32))
         matching = np.flatnonzero(scores > 0)
         if matching.size > k:
             kth = np.partition(scores[matching], matching.size - k)[matching.size - k]
             matching = matching[scores[matching] >= kth]
-        hits = [KeywordHit(self.chunk_ids[int(i)], float(scores[i])) for i in matching]
-        hits.sort(key=lambda h: (-h.score, h.chunk_id))
-        return hits[:k]
+        # Best score first, ties by chunk id (in numpy, not a Python sort of objects).
+        ties = matching if self._tie_rank is None else self._tie_rank[matching]
+        order = matching[np.lexsort((ties, -scores[matching]))][:k]
+        ids = self.chunk_ids
+        return [KeywordHit(ids[i], score) for i, score in zip(order.tolist(), scores[order].tolist(), strict=True)]

@@ -147,3 +147,11 @@ def test_the_one_pass_corpus_tokenizer_gives_bm25s_tokens_and_the_memo_paths_ids
     assert digest(layout_at(tmp_path / "memo").keyword_index_dir) == digest(
         layout_at(tmp_path / "plain").keyword_index_dir
     )
+
+
+def test_a_query_is_tokenized_as_bm25s_tokenizes_it() -> None:
+    from indexfoundry.backends.keyword.bm25 import _stemmer, query_tokens
+
+    stemmer = _stemmer()
+    for text in [*MIXED, "", "the and of", "Running RUNS ran: run-time, naïve café 42 x"]:
+        assert query_tokens(text, stemmer) == tokenize([text], stemmer)[0]
