@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from indexfoundry.backends.embedding.base import l2_normalize
-from indexfoundry.backends.embedding.local import local_embedder
+from indexfoundry.backends.embedding.onnx_fp32 import OnnxEmbedder, ensure_fp32_model
 from indexfoundry.storage.hashing import sha256_file
 
 pytestmark = pytest.mark.model
@@ -39,7 +39,7 @@ def test_int8_vectors_do_not_depend_on_what_else_is_in_the_batch(int8):
 def test_int8_stays_close_to_the_fp32_model_and_reads_256_tokens(int8):
     assert int8._tokenizer.truncation["max_length"] == 256
     ours = l2_normalize(int8.embed(TEXTS))
-    reference = local_embedder().embed(TEXTS)
+    reference = OnnxEmbedder(ensure_fp32_model()).embed(TEXTS)
     cosines = (ours * l2_normalize(reference)).sum(axis=1)
     assert float(cosines.min()) > 0.98
     assert int8.model_id.startswith("local-int8:") and int8.file_sha256[:12] in int8.model_id

@@ -1,7 +1,9 @@
 """``local`` under ONNX Runtime: batched, bit-identical whatever the batch, no torch once exported.
 
-Slow (``model``): the first use exports the packaged model to ONNX once, into the user cache
-(``$INDEXFOUNDRY_CACHE_DIR`` or ``~/.cache/indexfoundry``), which the rest of the suite then shares.
+The default file is the fused, row-wise int8 one (``onnx_fused``); ``INDEXFOUNDRY_LOCAL_BACKEND=
+onnx-fp32`` runs the fp32 export, the reference it is held against. Slow (``model``): the first
+use makes both files once, into the user cache (``$INDEXFOUNDRY_CACHE_DIR`` or
+``~/.cache/indexfoundry``), which the rest of the suite then shares.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def cache_dir() -> Iterator[Path]:
-    from indexfoundry.backends.embedding.onnx_fp32 import user_cache_dir
+    from indexfoundry.backends.embedding.onnx_files import user_cache_dir
 
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("INDEXFOUNDRY_LOCAL_BACKEND", raising=False)
@@ -53,6 +55,26 @@ def onnx(cache_dir: Path):
     embedder = resolve_embedder("local")
     assert embedding_backend(embedder) == "onnxruntime"
     return embedder
+
+
+@pytest.fixture(scope="module")
+def fp32(cache_dir: Path):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("INDEXFOUNDRY_LOCAL_BACKEND", "onnx-fp32")
+        embedder = resolve_embedder("local")
+    assert embedding_backend(embedder) == "onnxruntime"
+    return embedder
+
+
+def corpus_texts(n: int, size: int = 1000) -> list[str]:
+    """``n`` pieces of ``size`` characters (about 256 tokens each) of this repository's own docs."""
+    texts: list[str] = []
+    for path in sorted((SRC.parent / "docs").rglob("*.md")):
+        body = " ".join(path.read_text(encoding="utf-8", errors="replace").split())
+        texts += [body[start : start + size] for start in range(0, len(body) - size, size)]
+        if len(texts) >= n:
+            break
+    return texts[:n]
 
 
 def embed_in_batches(embedder, texts: list[str], size: int, seed: int) -> list[bytes]:
@@ -67,32 +89,75 @@ def embed_in_batches(embedder, texts: list[str], size: int, seed: int) -> list[b
     return [out[i] for i in range(len(texts))]
 
 
-def test_local_vectors_are_bit_identical_whatever_the_batch_composition_and_size(onnx):
-    together = [v.tobytes() for v in onnx.embed(TEXTS)]
-    for size, seed in ((1, 0), (2, 1), (3, 2), (7, 3), (len(TEXTS), 4)):
-        assert embed_in_batches(onnx, TEXTS, size, seed) == together, f"batch size {size}"
+def test_local_vectors_are_bit_identical_whatever_the_batch_composition_and_size(onnx, fp32):
+    for embedder in (onnx, fp32):
+        together = [v.tobytes() for v in embedder.embed(TEXTS)]
+        for size, seed in ((1, 0), (2, 1), (3, 2), (7, 3), (len(TEXTS), 4)):
+            assert embed_in_batches(embedder, TEXTS, size, seed) == together, f"batch size {size}"
 
 
-def test_local_onnx_matches_sentence_transformers_and_reads_256_tokens(onnx):
-    assert onnx._tokenizer.truncation["max_length"] == 256
-    ours = l2_normalize(onnx.embed(TEXTS[:-1]))
+def test_local_vectors_do_not_change_with_the_thread_count_here(onnx):
+    from indexfoundry.backends.embedding.onnx_fp32 import OnnxEmbedder
+
+    two = OnnxEmbedder(onnx.path, threads=2).embed(TEXTS)
+    assert OnnxEmbedder(onnx.path, threads=1).embed(TEXTS).tobytes() == two.tobytes()
+
+
+def test_the_fp32_file_matches_sentence_transformers_and_both_read_256_tokens(onnx, fp32):
+    assert onnx._tokenizer.truncation["max_length"] == fp32._tokenizer.truncation["max_length"] == 256
     reference = l2_normalize(local_st_embedder().embed(TEXTS[:-1]))
-    cosines = (ours * reference).sum(axis=1)
+    cosines = (l2_normalize(fp32.embed(TEXTS[:-1])) * reference).sum(axis=1)
     assert float(cosines.min()) > 0.9999
 
 
-def test_the_model_id_names_the_onnx_file_and_its_hash_is_recorded_beside_it(onnx, cache_dir: Path):
+def test_the_default_int8_file_stays_within_cosine_0_995_of_fp32_on_documentation_texts(onnx, fp32):
+    texts = corpus_texts(48) + TEXTS[:-1]
+    cosines = (l2_normalize(onnx.embed(texts)) * l2_normalize(fp32.embed(texts))).sum(axis=1)
+    # bench/embed_bench.py, 300 texts of the corpora's markdown docs: 0.9985 at the lowest.
+    assert float(cosines.min()) > 0.995 and float(cosines.mean()) > 0.998
+
+
+def test_the_default_int8_file_ranks_documentation_texts_as_fp32_does(onnx, fp32):
+    texts = corpus_texts(120)
+    queries = [
+        "how are chunk ids computed",
+        "which vector stores are supported",
+        "how does hybrid search fuse the two rankings",
+        "what does run diff compare",
+        "start the MCP server for an agent",
+        "SciFact nDCG@10 of each search mode",
+        "texts already embedded are taken from the cache",
+        "long chunks are embedded in windows",
+    ]
+    top = {}
+    for name, model in (("int8", onnx), ("fp32", fp32)):
+        scores = l2_normalize(model.embed(queries)) @ l2_normalize(model.embed(texts)).T
+        top[name] = [set(np.argsort(-row, kind="stable")[:10].tolist()) for row in scores]
+    overlap = [len(a & b) / 10 for a, b in zip(top["int8"], top["fp32"], strict=True)]
+    assert min(overlap) >= 0.7 and sum(overlap) / len(overlap) >= 0.85
+
+
+def test_the_model_id_names_the_onnx_file_and_its_hash_is_recorded_beside_it(onnx, fp32, cache_dir: Path):
+    from indexfoundry.backends.embedding.onnx_fused import RECIPE
     from indexfoundry.storage.hashing import sha256_file
 
-    assert onnx.model_id.startswith("local:") and f"+onnx@{onnx.file_sha256[:12]}" in onnx.model_id
-    side = json.loads(Path(onnx.path).with_suffix(".json").read_text(encoding="utf-8"))
-    assert side["sha256"] == sha256_file(Path(onnx.path)) == onnx.file_sha256
-    assert set(side["exporter"]) == {"torch", "onnx", "onnxscript"}
-    assert Path(onnx.path).is_relative_to(cache_dir)
+    assert onnx.model_id != fp32.model_id
+    for embedder, tools in (
+        (onnx, {"torch", "transformers", "onnx", "onnxruntime"}),
+        (fp32, {"torch", "onnx", "onnxscript"}),
+    ):
+        assert embedder.model_id.startswith("local:") and f"+onnx@{embedder.file_sha256[:12]}" in embedder.model_id
+        side = json.loads(Path(embedder.path).with_suffix(".json").read_text(encoding="utf-8"))
+        assert side["sha256"] == sha256_file(Path(embedder.path)) == embedder.file_sha256
+        assert set(side["exporter"]) == tools
+        assert Path(embedder.path).is_relative_to(cache_dir)
+    assert onnx.recipe == RECIPE and RECIPE in Path(onnx.path).name
 
 
-def test_a_manifest_model_id_picks_the_backend_that_made_its_vectors(onnx):
+def test_a_manifest_model_id_picks_the_backend_that_made_its_vectors(onnx, fp32):
     assert resolve_embedder(onnx.model_id).model_id == onnx.model_id
+    # A run indexed with the fp32 file keeps being searched with it, whatever the default is.
+    assert resolve_embedder(fp32.model_id).model_id == fp32.model_id
     fallback = local_st_embedder()
     assert "+onnx@" not in fallback.model_id
     assert embedding_backend(resolve_embedder(fallback.model_id)) == "sentence-transformers"
@@ -123,12 +188,13 @@ def test_an_empty_call_returns_no_rows(onnx):
     assert np.all(np.isfinite(onnx.embed([""])))
 
 
-def test_the_model_sent_to_a_worker_is_the_same_onnx_file_and_embeds_the_same(onnx):
+def test_the_model_sent_to_a_worker_is_the_same_onnx_file_and_embeds_the_same(onnx, fp32):
     import pickle
 
     from indexfoundry.backends.embedding.devices import CPU
 
     # A Ray worker receives the embedder pickled: it names the ONNX file by its hash.
-    received = pickle.loads(pickle.dumps(onnx))
-    assert received.model_id == onnx.model_id and received.device == CPU
-    assert np.array_equal(received.embed(TEXTS[:3]), onnx.embed(TEXTS[:3]))
+    for embedder in (onnx, fp32):
+        received = pickle.loads(pickle.dumps(embedder))
+        assert received.model_id == embedder.model_id and received.device == CPU
+        assert np.array_equal(received.embed(TEXTS[:3]), embedder.embed(TEXTS[:3]))

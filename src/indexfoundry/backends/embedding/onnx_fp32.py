@@ -1,20 +1,29 @@
-"""``local`` under ONNX Runtime: all-MiniLM-L6-v2 in fp32, batched by length buckets, deterministic.
+"""``local`` under ONNX Runtime: all-MiniLM-L6-v2, batched by length buckets, deterministic.
 
-The ONNX file is never downloaded: at first use it is exported from the packaged, hash-checked
-weights with ``torch.onnx.export`` (dynamo exporter, dynamic batch and sequence axes), checked
-against the torch model on a padded two-text batch, and kept in the user cache
-(``$INDEXFOUNDRY_CACHE_DIR``, else ``$XDG_CACHE_HOME/indexfoundry``, else
-``~/.cache/indexfoundry``) under a name keyed by the weights hash, the export recipe and the
-exporter's versions (torch, onnxscript). A sidecar ``.json`` records the file's SHA-256, so a
-later process does not re-hash 90 MB to name the model; torch is needed only for the export.
+Two files can run the model; ``OnnxEmbedder`` runs either the same way:
+
+- the default: fused kernels and row-wise int8 MatMuls (``onnx_fused``), made from the fp32
+  graph below's weights and held within cosine 0.995 of it;
+- fp32 (this module's export; ``$INDEXFOUNDRY_LOCAL_BACKEND=onnx-fp32``): ``torch.onnx.export``
+  (dynamo exporter, dynamic batch and sequence axes) of the packaged, hash-checked weights,
+  checked against the torch model on a padded two-text batch.
+
+Neither is downloaded: each is made at first use and kept in the user cache (``onnx_files``),
+under a name keyed by the weights hash, the recipe and the versions of the tools that made it;
+torch is needed only to make them. The model id names the file by its SHA-256, so vectors of
+two files never mix in a cache or a collection, and a run's manifest keeps picking its file.
 
 Batching without losing determinism: a text is always padded to the same length — its token
 count rounded up to a multiple of ``BUCKET`` — whatever else is embedded with it, and texts are
 grouped by that padded length. ONNX Runtime's kernels compute each row of a batch the same way
-whatever the batch size, so a text's vector is bit-identical alone, in any batch and in any
-order (``tests/integration/test_local_onnx.py`` checks it with shuffled batches of several
-sizes). Mean pooling runs in numpy over the text's own tokens only, then L2 normalisation
-(the model's Normalize module), row by row.
+whatever the batch size (the int8 file quantizes each token on its own for that reason), so a
+text's vector is bit-identical alone, in any batch and in any order
+(``tests/integration/test_local_onnx.py`` checks it with shuffled batches of several sizes).
+Mean pooling runs in numpy over the text's own tokens only, then L2 normalisation (the model's
+Normalize module), row by row. What does change the vectors: the CPU's instruction set (ONNX
+Runtime picks AVX2, AVX-512 or VNNI kernels at run time, each rounding its own way), the ONNX
+Runtime version, and which file runs; the thread count did not change them on the machine the
+tests run on, but ONNX Runtime does not promise that.
 
 Threads: ONNX Runtime's intra-op pool with spin-waiting turned off, so a busy machine slows the
 embedding down instead of collapsing it (spinning threads fight the other processes for the
@@ -39,7 +48,16 @@ import numpy as np
 
 from indexfoundry.backends.embedding.base import Vectors, l2_normalize
 from indexfoundry.backends.embedding.devices import CPU, Device, actual_onnx_device, session_providers
+from indexfoundry.backends.embedding.onnx_files import (
+    cached_export,
+    file_sha256,
+    find_cached,
+    recipe_of,
+    sidecar,
+    tool_versions,
+)
 from indexfoundry.backends.embedding.local import (
+    LOCAL_BACKEND_ENV,
     LOCAL_MODEL_DIMENSIONS,
     LOCAL_MODEL_NAME,
     LOCAL_MODEL_SHA256,
@@ -48,7 +66,7 @@ from indexfoundry.backends.embedding.local import (
 )
 from indexfoundry.errors import EmbedError, missing_extra
 from indexfoundry.storage.atomic import atomic_write_json
-from indexfoundry.storage.hashing import sha256_file, sha256_text
+from indexfoundry.storage.hashing import sha256_file
 
 # Bump when the export settings change: it names a new cache file (and so a new model id).
 RECIPE = "onnx-opset18-dynamo-fp32-v1"
@@ -64,6 +82,9 @@ _PROBE = (
     "A second, shorter probe.",
 )
 EXPORT_TOOLS = ("torch", "onnx", "onnxscript")
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+# ``$INDEXFOUNDRY_LOCAL_BACKEND`` value that makes ``local`` run this fp32 export.
+FP32_BACKEND = "onnx-fp32"
 
 _lock = threading.Lock()
 _tokenizer_lock = threading.Lock()
@@ -71,74 +92,22 @@ _sessions: dict[tuple[str, int, str], Any] = {}
 _tokenizers: dict[tuple[str, int | None], Any] = {}
 
 
-def user_cache_dir() -> Path:
-    """Per-user cache folder for derived model files (not tied to a runs folder)."""
-    explicit = os.environ.get("INDEXFOUNDRY_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "indexfoundry"
-
-
-def _version(name: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def exporter_versions() -> dict[str, str] | None:
-    """Versions of the export tools (they shape the exported graph), or None if one is missing."""
-    versions = {name: _version(name) for name in EXPORT_TOOLS}
-    if any(v is None for v in versions.values()):
-        return None
-    return {k: str(v) for k, v in versions.items()}
-
-
-def _stem() -> str:
-    return f"all-MiniLM-L6-v2-{LOCAL_MODEL_SHA256[:16]}-{RECIPE}"
+    """Versions of the fp32 export tools (they shape the exported graph), or None if one is missing."""
+    return tool_versions(EXPORT_TOOLS)
 
 
 def fp32_model_file() -> Path | None:
-    """Where this machine's fp32 export is (or will be) cached.
-
-    Keyed by the weights hash, the recipe and a hash of the exporter versions. Without the
-    export tools, the newest existing export of the same weights and recipe is used (an ONNX
-    file needs only ONNX Runtime to run); None when there is none.
-    """
-    folder = user_cache_dir() / "onnx"
-    versions = exporter_versions()
-    if versions is not None:
-        tag = sha256_text(json.dumps(versions, sort_keys=True))[:12]
-        return folder / f"{_stem()}-x{tag}.onnx"
-    existing = sorted(folder.glob(f"{_stem()}-x*.onnx"), key=lambda p: p.stat().st_mtime)
-    return existing[-1] if existing else None
+    """Where this machine's fp32 export is (or will be) cached (``onnx_files.cached_export``)."""
+    return cached_export(RECIPE, EXPORT_TOOLS)
 
 
 def find_export(sha_prefix: str) -> Path | None:
-    """A cached fp32 export whose SHA-256 starts with ``sha_prefix`` (the one a run was indexed with)."""
-    folder = user_cache_dir() / "onnx"
-    for path in sorted(folder.glob(f"{_stem()}-x*.onnx")):
-        if file_sha256(path).startswith(sha_prefix):
-            return path
-    return None
+    """A cached ``local`` file, of the default recipe or fp32, whose SHA-256 starts with
+    ``sha_prefix`` (the one a run was indexed with)."""
+    from indexfoundry.backends.embedding.onnx_fused import RECIPE as FUSED_RECIPE
 
-
-def sidecar(path: Path) -> Path:
-    return path.with_suffix(".json")
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of an exported file, from its sidecar when the size still matches (else hashed)."""
-    side = sidecar(path)
-    size = path.stat().st_size
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        data = json.loads(side.read_text(encoding="utf-8"))
-        if int(data["size"]) == size and isinstance(data["sha256"], str):
-            return data["sha256"]
-    return sha256_file(path)
+    return find_cached(sha_prefix, (FUSED_RECIPE, RECIPE))
 
 
 @contextlib.contextmanager
@@ -168,12 +137,9 @@ def require_export_tools(extra_name: str, what: str) -> None:
             raise missing_extra(module, extra_name, what) from None
 
 
-def export_fp32(model_dir: Path, target: Path) -> None:
-    """Export the packaged model to fp32 ONNX at ``target`` and check it against torch.
-
-    Dynamic batch and sequence axes; the check runs a padded two-text batch through both.
-    Writes ``target`` atomically (temp file + rename) and its sidecar after it.
-    """
+def torch_encoder(model_dir: Path) -> tuple[Any, dict[str, Any], tuple[Any, ...]]:
+    """The packaged model as a torch module returning the last hidden state (eager attention,
+    what both exporters trace), the probe batch as ONNX inputs, and the same as torch tensors."""
     _offline_env()
     import torch
     from transformers import AutoModel
@@ -189,11 +155,22 @@ def export_fp32(model_dir: Path, target: Path) -> None:
             out = self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
             return out.last_hidden_state
 
-    encoder = Encoder(base).eval()
     feed = pad_batch(list(tokenizer(model_dir).encode_batch(list(_PROBE))))
     # Three distinct tensors of batch 2: torch.export would alias one tensor passed twice into
     # one input, and a size-1 axis would be specialised to 1.
-    sample = tuple(torch.tensor(feed[name]) for name in ("input_ids", "attention_mask", "token_type_ids"))
+    sample = tuple(torch.tensor(feed[name]) for name in INPUT_NAMES)
+    return Encoder(base).eval(), feed, sample
+
+
+def export_fp32(model_dir: Path, target: Path) -> None:
+    """Export the packaged model to fp32 ONNX at ``target`` and check it against torch.
+
+    Dynamic batch and sequence axes; the check runs a padded two-text batch through both.
+    Writes ``target`` atomically (temp file + rename) and its sidecar after it.
+    """
+    import torch
+
+    encoder, feed, sample = torch_encoder(model_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".export-") as tmp:
         out = Path(tmp) / "model-fp32.onnx"
@@ -204,7 +181,7 @@ def export_fp32(model_dir: Path, target: Path) -> None:
                 encoder,
                 sample,
                 str(out),
-                input_names=["input_ids", "attention_mask", "token_type_ids"],
+                input_names=list(INPUT_NAMES),
                 output_names=["last_hidden_state"],
                 dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}, {0: batch, 1: seq}),
                 opset_version=18,
@@ -245,6 +222,17 @@ def ensure_fp32_model() -> Path:
             require_export_tools("onnx", "exporting the local model to ONNX")
             export_fp32(local_model_path(), target)
     return target
+
+
+def ensure_local_model(recipe: str | None = None) -> Path:
+    """The file ``local`` runs, made now if missing: the fused int8 one (``onnx_fused``), or this
+    fp32 export for ``recipe`` = this module's RECIPE or ``$INDEXFOUNDRY_LOCAL_BACKEND=onnx-fp32``."""
+    from indexfoundry.backends.embedding import onnx_fused
+
+    if recipe is None:
+        fp32 = os.environ.get(LOCAL_BACKEND_ENV, "").strip().lower() == FP32_BACKEND
+        recipe = RECIPE if fp32 else onnx_fused.RECIPE
+    return ensure_fp32_model() if recipe == RECIPE else onnx_fused.ensure_fused_model()
 
 
 def model_max_length(model_dir: Path) -> int:
@@ -367,7 +355,8 @@ def cached_session(path: Path, threads: int | None = None, device: Device = CPU)
 
 
 class OnnxEmbedder:
-    """all-MiniLM-L6-v2 fp32 under ONNX Runtime: length-bucketed batches, mean pooling, deterministic."""
+    """all-MiniLM-L6-v2 under ONNX Runtime (the default int8 file, or ``path``): length-bucketed
+    batches, mean pooling, deterministic."""
 
     backend = "onnxruntime"
 
@@ -379,9 +368,10 @@ class OnnxEmbedder:
             raise missing_extra(exc.name or "onnxruntime", "onnx", "the local model under ONNX Runtime") from None
         # The weights are hash-checked when they are exported; running the export needs only
         # the tokenizer from the package (no 90 MB re-hash on every cold start).
-        self.path = path or ensure_fp32_model()
+        self.path = path or ensure_local_model()
         self.model_dir = _packaged_model_dir()
         self.file_sha256 = file_sha256(self.path)
+        self.recipe = recipe_of(self.path)
         self.dimensions = LOCAL_MODEL_DIMENSIONS
         self.model_id = f"local:{LOCAL_MODEL_NAME}@{LOCAL_MODEL_SHA256[:12]}+onnx@{self.file_sha256[:12]}"
         self.threads = threads
@@ -406,7 +396,7 @@ class OnnxEmbedder:
 
     def __reduce__(self) -> Any:
         # Sent to a worker as the hash of the ONNX file: the worker runs that same file.
-        return (onnx_embedder_for, (self.file_sha256, self.threads))
+        return (onnx_embedder_for, (self.file_sha256, self.threads, self.recipe or None))
 
     def on_device(self, device: Device) -> tuple[Any, Device]:
         """This model on ``device``: ONNX Runtime's CUDA provider, or for a torch device the same
@@ -439,18 +429,18 @@ class OnnxEmbedder:
         return l2_normalize(out)
 
 
-def onnx_embedder_for(sha256: str, threads: int | None = None) -> OnnxEmbedder:
+def onnx_embedder_for(sha256: str, threads: int | None = None, recipe: str | None = None) -> OnnxEmbedder:
     """On a worker: the ONNX file whose SHA-256 is ``sha256`` (the driver's, which the model id
-    names), from this machine's cache or exported here; a different export is refused, since its
-    vectors would differ from the driver's."""
+    names), from this machine's cache or made here with the driver's ``recipe``; a different
+    file is refused, since its vectors would differ from the driver's."""
     path = find_export(sha256)
     if path is None:
-        path = ensure_fp32_model()
+        path = ensure_local_model(recipe)
         if file_sha256(path) != sha256:
             raise EmbedError(
-                f"the local model's ONNX export on this worker ({file_sha256(path)[:12]}) is not the "
-                f"driver's ({sha256[:12]}): another torch/onnxscript version exported it",
-                suggestion="Install the same torch and onnxscript versions on every node, or give the "
+                f"the local model's ONNX file on this worker ({file_sha256(path)[:12]}) is not the "
+                f"driver's ({sha256[:12]}): other torch/onnxruntime versions, or another CPU, made it",
+                suggestion="Install the same torch and onnxruntime versions on every node, or give the "
                 "nodes one shared INDEXFOUNDRY_CACHE_DIR",
             )
     return OnnxEmbedder(path, threads)

@@ -30,6 +30,7 @@ from indexfoundry.backends.embedding.local import (
     LOCAL_MODEL_SHA256,
     local_model_path,
 )
+from indexfoundry.backends.embedding.onnx_files import user_cache_dir
 from indexfoundry.backends.embedding.onnx_fp32 import RECIPE as FP32_RECIPE
 from indexfoundry.backends.embedding.onnx_fp32 import (
     ensure_fp32_model,
@@ -37,7 +38,6 @@ from indexfoundry.backends.embedding.onnx_fp32 import (
     quiet,
     require_export_tools,
     session,
-    user_cache_dir,
 )
 from indexfoundry.backends.embedding.onnx_fp32 import tokenizer as _tokenizer
 from indexfoundry.errors import EmbedError, missing_extra
