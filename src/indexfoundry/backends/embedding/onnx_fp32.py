@@ -13,21 +13,24 @@ under a name keyed by the weights hash, the recipe and the versions of the tools
 torch is needed only to make them. The model id names the file by its SHA-256, so vectors of
 two files never mix in a cache or a collection, and a run's manifest keeps picking its file.
 
-Batching without losing determinism: a text is always padded to the same length — its token
-count rounded up to a multiple of ``BUCKET`` — whatever else is embedded with it, and texts are
-grouped by that padded length. ONNX Runtime's kernels compute each row of a batch the same way
-whatever the batch size (the int8 file quantizes each token on its own for that reason), so a
-text's vector is bit-identical alone, in any batch and in any order
-(``tests/integration/test_local_onnx.py`` checks it with shuffled batches of several sizes).
-Mean pooling runs in numpy over the text's own tokens only, then L2 normalisation (the model's
-Normalize module), row by row. What does change the vectors: the CPU's instruction set (ONNX
-Runtime picks AVX2, AVX-512 or VNNI kernels at run time, each rounding its own way), the ONNX
-Runtime version, and which file runs; the thread count did not change them on the machine the
-tests run on, but ONNX Runtime does not promise that.
+Batching without losing determinism: a text is padded to a length that depends on it alone,
+and shares a run only with texts of that same length (``batching``: the fp32 file rounds up to
+a multiple of 16; the int8 file runs a text of more than 64 tokens alone at its own length).
+ONNX Runtime's kernels compute each row of a batch the same way whatever the batch size (the
+int8 file quantizes each token on its own for that reason), so a text's vector is bit-identical
+alone, in any batch and in any order (``tests/integration/test_local_onnx.py`` checks it with
+shuffled batches of several sizes). Mean pooling runs in numpy over the text's own tokens
+only, then L2 normalisation (the model's Normalize module), row by row. What does change the
+vectors: the CPU's instruction set (ONNX Runtime picks AVX2, AVX-512 or VNNI kernels at run
+time, each rounding its own way; without VNNI the int8 file is made with 7-bit weights), the
+ONNX Runtime version, and which file runs. The thread count did not change them on the
+machine the tests run on (each int8 run is single-threaded anyway); ONNX Runtime does not
+promise it for the fp32 file.
 
-Threads: ONNX Runtime's intra-op pool with spin-waiting turned off, so a busy machine slows the
-embedding down instead of collapsing it (spinning threads fight the other processes for the
-cores). ``INDEXFOUNDRY_EMBED_THREADS`` sets the count (default: the usable cores, at most 4).
+Threads: ``INDEXFOUNDRY_EMBED_THREADS`` (default: the usable cores, at most 4). The int8 file's
+runs go side by side on that many threads, each run single-threaded; the fp32 file uses ONNX
+Runtime's intra-op pool. Spin-waiting is off either way, so a busy machine slows the embedding
+down instead of collapsing it (spinning threads fight the other processes for the cores).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from indexfoundry.backends.embedding.base import Vectors, l2_normalize
+from indexfoundry.backends.embedding.batching import FP32_PLAN, FUSED_PLAN, run_all
 from indexfoundry.backends.embedding.devices import CPU, Device, actual_onnx_device, session_providers
 from indexfoundry.backends.embedding.onnx_files import (
     cached_export,
@@ -71,12 +75,6 @@ from indexfoundry.storage.hashing import sha256_file
 # Bump when the export settings change: it names a new cache file (and so a new model id).
 RECIPE = "onnx-opset18-dynamo-fp32-v1"
 MAX_SEQ_LENGTH = 256
-# Padded lengths are multiples of this: a text's padded shape depends on the text alone.
-BUCKET = 16
-# Tokens per ONNX Runtime call (batch x padded length): 16 texts of 256 tokens; memory stays
-# well under a gigabyte, which batch 32 at 256 tokens does not.
-MAX_BATCH_TOKENS = 16 * MAX_SEQ_LENGTH
-MAX_BATCH_TEXTS = 64
 _PROBE = (
     "IndexFoundry checks the exported ONNX graph against the torch model.",
     "A second, shorter probe.",
@@ -300,8 +298,8 @@ def local_token_counter() -> Callable[[list[str]], list[int]]:
 
 
 def padded_length(tokens: int) -> int:
-    """The one padded length of a text of ``tokens`` tokens, whatever it is batched with."""
-    return max(BUCKET, -(-tokens // BUCKET) * BUCKET)
+    """The fp32 file's padded length of a text of ``tokens`` tokens (``batching.FP32_PLAN``)."""
+    return FP32_PLAN.padded_length(tokens)
 
 
 def pad_batch(encodings: list[Any], length: int | None = None) -> dict[str, Any]:
@@ -372,6 +370,8 @@ class OnnxEmbedder:
         self.model_dir = _packaged_model_dir()
         self.file_sha256 = file_sha256(self.path)
         self.recipe = recipe_of(self.path)
+        self.plan = FP32_PLAN if self.recipe in ("", RECIPE) else FUSED_PLAN
+        self._workers = threads or default_threads()
         self.dimensions = LOCAL_MODEL_DIMENSIONS
         self.model_id = f"local:{LOCAL_MODEL_NAME}@{LOCAL_MODEL_SHA256[:12]}+onnx@{self.file_sha256[:12]}"
         self.threads = threads
@@ -384,7 +384,9 @@ class OnnxEmbedder:
     def _session(self) -> Any:
         """The ONNX Runtime session, made at first use (a worker places the model first)."""
         if self._session_ is None:
-            self._session_ = cached_session(self.path, self.threads, self._wanted)
+            # Side-by-side runs use single-threaded sessions (one session, run from several threads).
+            threads = 1 if self.plan.parallel else self.threads
+            self._session_ = cached_session(self.path, threads, self._wanted)
         return self._session_
 
     @property
@@ -413,18 +415,17 @@ class OnnxEmbedder:
         if not texts:
             return out
         encodings = self._tokenizer.encode_batch(texts)
-        buckets: dict[int, list[int]] = {}
-        for row, enc in enumerate(encodings):
-            buckets.setdefault(padded_length(len(enc.ids)), []).append(row)
-        for length in sorted(buckets):
-            rows = buckets[length]
-            step = max(1, min(MAX_BATCH_TEXTS, MAX_BATCH_TOKENS // length))
-            for start in range(0, len(rows), step):
-                part = rows[start : start + step]
-                hidden = self._session.run(None, pad_batch([encodings[r] for r in part], length))[0]
-                for i, row in enumerate(part):
-                    n = len(encodings[row].ids)
-                    out[row] = np.ascontiguousarray(hidden[i, :n]).mean(axis=0)
+        plan = self.plan
+        session = self._session
+
+        def run(item: tuple[int, list[int]]) -> None:
+            length, part = item
+            hidden = session.run(None, pad_batch([encodings[r] for r in part], length))[0]
+            for i, row in enumerate(part):
+                n = len(encodings[row].ids)
+                out[row] = np.ascontiguousarray(hidden[i, :n]).mean(axis=0)
+
+        run_all(run, plan.runs([len(e.ids) for e in encodings]), self._workers if plan.parallel else 1)
         # The model's last module (modules.json: Pooling, then Normalize) makes unit vectors.
         return l2_normalize(out)
 
