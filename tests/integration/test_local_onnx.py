@@ -198,3 +198,15 @@ def test_the_model_sent_to_a_worker_is_the_same_onnx_file_and_embeds_the_same(on
         received = pickle.loads(pickle.dumps(embedder))
         assert received.model_id == embedder.model_id and received.device == CPU
         assert np.array_equal(received.embed(TEXTS[:3]), embedder.embed(TEXTS[:3]))
+
+
+def test_making_the_default_file_again_gives_the_same_bytes_and_prints_nothing_on_stdout(onnx, tmp_path: Path):
+    code = (
+        "from indexfoundry.backends.embedding.onnx_fp32 import OnnxEmbedder\n"
+        "import sys; e = OnnxEmbedder(); sys.stderr.write(e.model_id)\n"
+    )
+    env = {**os.environ, "INDEXFOUNDRY_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(SRC)}
+    env.pop("INDEXFOUNDRY_LOCAL_BACKEND", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout == ""
+    assert out.stderr.endswith(onnx.model_id)
