@@ -1,6 +1,7 @@
 """Hybrid search at N chunks, leg by leg, interleaved: ``search`` in each mode (top 10), the
 parts of hybrid (the query's vector, the store's 100 nearest, BM25's 100 best, the fusion of
-the two lists), and hybrid with its whole legs side by side on two threads (what it did before).
+the two lists), and hybrid's legs always one after the other and always side by side (the
+service chooses by the semantic leg's time: ``retrieval/legs.py``).
 
 Builds (once, kept in FOLDER) the synthetic run of ``bench/search_bench.py`` (hash embedder,
 embedded Chroma), then times every row on the same random 6-term queries, the rows in a
@@ -58,6 +59,9 @@ def rows(svc: SearchService, first: str) -> dict[str, Callable[[str], Any]]:
     semantic, keyword = svc.semantic(first, pool, []), svc.keyword(first, pool, [])
     threads = ThreadPoolExecutor(max_workers=1)
 
+    def legs_in_line(q: str) -> Any:
+        return fuse(svc.semantic(q, pool, []), svc.keyword(q, pool, []), hybrid, 10)
+
     def legs_on_two_threads(q: str) -> Any:
         lexical = threads.submit(svc.keyword, q, pool, [])
         try:
@@ -74,6 +78,7 @@ def rows(svc: SearchService, first: str) -> dict[str, Callable[[str], Any]]:
         "nearest100": lambda q: svc.nearest(vector, pool, []),
         "keyword100": lambda q: svc.keyword(q, pool, []),
         "fusion10": lambda q: fuse(semantic, keyword, hybrid, 10),
+        "hybrid_legs_in_line": legs_in_line,
         "hybrid_legs_on_two_threads": legs_on_two_threads,
     }
 

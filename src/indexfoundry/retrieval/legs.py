@@ -1,12 +1,13 @@
-"""Hybrid search's two legs in one query: the query's embedding and the keyword leg.
+"""Hybrid search's two legs in one query: the semantic leg (the query's embedding, then the
+store's nearest vectors) and the keyword leg (BM25).
 
-What can overlap is the query's embedding — ONNX Runtime's session or an API call, both
-outside the GIL for most of their time — with BM25 scoring in the calling thread. The
-embedding goes to a second thread only when the last one took long enough to pay for the
-hand-off (a model, not the ``hash`` embedder: on a busy machine waking a thread costs
-milliseconds). The store's search follows once the vector is there. Running the whole semantic
-leg beside the whole keyword leg cost more than it saved: both spend most of their time in
-Python, holding the GIL (docs/benchmarks.md, "Hybrid at 100k chunks").
+Most of the semantic leg runs outside the GIL — ONNX Runtime's session or an API call for the
+embedding, the store's own search (embedded Chroma's Rust core, a server's network round trip,
+numpy's matrix product) — so the keyword leg runs beside it on a second thread and costs
+little more than its own Python part. Waking a thread costs something too (milliseconds on a
+busy machine), so a leg as short as the hand-off (a small run with the ``hash`` embedder) runs
+in line instead: the last semantic leg's time decides (docs/benchmarks.md, "Hybrid at 100k
+chunks").
 """
 
 from __future__ import annotations
@@ -17,47 +18,47 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-V = TypeVar("V")
+S = TypeVar("S")
 K = TypeVar("K")
 
-# A query embedding at least this long runs beside the keyword leg, on a second thread.
-OVERLAP_EMBEDDING_S = 0.001
+# A semantic leg at least this long has the keyword leg beside it, on a second thread.
+OVERLAP_SEMANTIC_S = 0.001
 
 
 class QueryLegs:
-    """Times a service's query embeddings and runs hybrid's embedding and keyword leg."""
+    """Runs hybrid's semantic leg (timed) and keyword leg, side by side when that pays."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self.embed_seconds = 0.0
+        self.semantic_seconds = 0.0
 
-    def embed(self, embed: Callable[[], V]) -> V:
-        """``embed()``, its time noted (it decides whether the next hybrid query overlaps)."""
+    def semantic(self, leg: Callable[[], S]) -> S:
+        """``leg()``, its time noted (it decides whether the next hybrid query overlaps)."""
         start = time.perf_counter()
-        vector = embed()
-        self.embed_seconds = time.perf_counter() - start
-        return vector
+        result = leg()
+        self.semantic_seconds = time.perf_counter() - start
+        return result
 
-    def both(self, embed: Callable[[], V], keyword: Callable[[], K]) -> tuple[V, K]:
-        """The query's vector (``embed``, timed) and the keyword leg's ranking (``keyword``)."""
-        if self.embed_seconds < OVERLAP_EMBEDDING_S:
-            return self.embed(embed), keyword()
-        future = self._pool().submit(self.embed, embed)
+    def both(self, semantic: Callable[[], S], keyword: Callable[[], K]) -> tuple[S, K]:
+        """The semantic leg's result (timed) and the keyword leg's."""
+        if self.semantic_seconds < OVERLAP_SEMANTIC_S:
+            return self.semantic(semantic), keyword()
+        lexical = self._pool().submit(keyword)
         try:
-            lexical = keyword()
+            nearest = self.semantic(semantic)
         finally:
-            vector = future.result()
-        return vector, lexical
+            words = lexical.result()
+        return nearest, words
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid-query-vector")
+                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid-keyword")
             return self._executor
 
     def close(self) -> None:
-        """Stop the embedding thread (if one was started)."""
+        """Stop the keyword thread (if one was started)."""
         with self._lock:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)

@@ -110,6 +110,7 @@ class SearchService:
         self._expander: Expander | None = None
         self._lock = threading.RLock()
         self._legs = QueryLegs()
+        self._keyword_checked: bool | None = None
         self.profile = (
             RetrievalProfile.model_validate(read_json(layout.retrieval_profile))
             if layout.retrieval_profile.is_file()
@@ -187,12 +188,14 @@ class SearchService:
         return [(c, s) for c, s in hits if (self._keep(c, filters) if filters else c in rows)]
 
     def query_vector(self, query: str) -> Vectors:
-        """The query's vector (1 x dimensions), by the run's model (timed: ``retrieval.legs``)."""
-        return self._legs.embed(lambda: embed_queries(self.embedder, [query]))
+        """The query's vector (1 x dimensions), by the run's model."""
+        return embed_queries(self.embedder, [query])
 
     def semantic(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
         """Up to ``k`` chunks by cosine similarity, filters applied (in the store where it can)."""
-        return self.nearest(self.query_vector(query), k, filters) if self.chunks and k > 0 else []
+        if not self.chunks or k <= 0:
+            return []
+        return self._legs.semantic(lambda: self.nearest(self.query_vector(query), k, filters))
 
     def nearest(self, query_vector: Vectors, k: int, filters: list[SearchFilter]) -> Ranked:
         """Up to ``k`` chunks nearest to ``query_vector``, filters applied (in the store where it can)."""
@@ -252,7 +255,16 @@ class SearchService:
             return self._store_keyword(query, k, filters)
         index = self.keyword_index
         mask = self._mask(index, filters) if filters else None
-        return self._kept(index.search(query, k, mask), filters)
+        hits = index.search(query, k, mask)
+        return list(hits) if not filters and self._keyword_in_run(index) else self._kept(hits, filters)
+
+    def _keyword_in_run(self, index: KeywordIndex) -> bool:
+        """Whether every chunk of the keyword index is in the run (checked once, not per hit)."""
+        with self._lock:
+            if self._keyword_checked is None:
+                rows = self._rows()
+                self._keyword_checked = all(cid in rows for cid in index.chunk_ids)
+            return self._keyword_checked
 
     def _store_keyword(self, query: str, k: int, filters: list[SearchFilter]) -> Ranked:
         """The keyword leg in the store's own full-text search (pgvector's option), filters pushed
@@ -276,11 +288,10 @@ class SearchService:
         pool = max(k, HYBRID_CANDIDATES)
         if not self.chunks or k <= 0:
             return []
-        # The query's embedding beside BM25 when it is slow enough, then the store (retrieval/legs.py).
-        query_vector, lexical = self._legs.both(
-            lambda: embed_queries(self.embedder, [query]), lambda: self.keyword(query, pool, filters)
+        # The keyword leg beside the semantic leg when that pays (retrieval/legs.py).
+        semantic, lexical = self._legs.both(
+            lambda: self.nearest(self.query_vector(query), pool, filters), lambda: self.keyword(query, pool, filters)
         )
-        semantic = self.nearest(query_vector, pool, filters)
         return fuse(semantic, lexical, self.profile.retrieval_config.hybrid_config, k)
 
     def rank(self, query: str, mode: SearchMode, k: int, filters: list[SearchFilter] | None = None) -> Ranked:

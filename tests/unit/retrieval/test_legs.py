@@ -1,67 +1,64 @@
-"""Hybrid's legs: a cheap query embedding runs inline; one slow enough to pay for a thread
-hand-off runs beside the keyword leg, which stays in the calling thread."""
+"""Hybrid's legs: a semantic leg as short as a thread hand-off runs in line with the keyword
+leg; a longer one has the keyword leg beside it on a second thread."""
 
 from __future__ import annotations
 
 import threading
 
-from indexfoundry.retrieval.legs import OVERLAP_EMBEDDING_S, QueryLegs
+import pytest
+
+from indexfoundry.retrieval.legs import OVERLAP_SEMANTIC_S, QueryLegs
 
 
-def test_a_cheap_embedding_runs_inline_before_the_keyword_leg() -> None:
+def test_a_short_semantic_leg_runs_in_line_before_the_keyword_leg() -> None:
     legs = QueryLegs()
     order: list[tuple[str, int]] = []
 
-    def embed() -> str:
-        order.append(("embed", threading.get_ident()))
-        return "vector"
+    def semantic() -> str:
+        order.append(("semantic", threading.get_ident()))
+        return "nearest"
 
     def keyword() -> list[str]:
         order.append(("keyword", threading.get_ident()))
         return ["a"]
 
-    assert legs.both(embed, keyword) == ("vector", ["a"])
-    assert order == [("embed", threading.get_ident()), ("keyword", threading.get_ident())]
-    assert legs.embed_seconds < OVERLAP_EMBEDDING_S
+    assert legs.both(semantic, keyword) == ("nearest", ["a"])
+    assert order == [("semantic", threading.get_ident()), ("keyword", threading.get_ident())]
+    assert legs.semantic_seconds < OVERLAP_SEMANTIC_S
     legs.close()
 
 
-def test_a_slow_embedding_overlaps_the_keyword_leg_on_a_second_thread() -> None:
+def test_a_long_semantic_leg_has_the_keyword_leg_beside_it_on_a_second_thread() -> None:
     legs = QueryLegs()
-    legs.embed_seconds = OVERLAP_EMBEDDING_S  # the last query's embedding took that long
-    keyword_started = threading.Event()
+    legs.semantic_seconds = OVERLAP_SEMANTIC_S  # the last semantic leg took that long
+    keyword_ran = threading.Event()
     seen: dict[str, int] = {}
 
-    def embed() -> bool:
-        seen["embed"] = threading.get_ident()
-        # Returns True only when the keyword leg runs while this embedding is still going.
-        return keyword_started.wait(timeout=30)
+    def semantic() -> bool:
+        seen["semantic"] = threading.get_ident()
+        # True only when the keyword leg runs while this leg is still going.
+        return keyword_ran.wait(timeout=30)
 
     def keyword() -> str:
         seen["keyword"] = threading.get_ident()
-        keyword_started.set()
+        keyword_ran.set()
         return "ranking"
 
-    assert legs.both(embed, keyword) == (True, "ranking")
-    assert seen["keyword"] == threading.get_ident() != seen["embed"]
-    assert legs.embed_seconds > 0
+    assert legs.both(semantic, keyword) == (True, "ranking")
+    assert seen["semantic"] == threading.get_ident() != seen["keyword"]
     legs.close()
     assert legs._executor is None
 
 
-def test_an_embedding_error_reaches_the_caller_after_the_keyword_leg() -> None:
+def test_a_failing_leg_reaches_the_caller_after_the_other_finished() -> None:
     legs = QueryLegs()
-    legs.embed_seconds = 1.0
-
-    def embed() -> None:
-        raise ValueError("model failed")
-
+    legs.semantic_seconds = 1.0
     ran: list[str] = []
-    try:
-        legs.both(embed, lambda: ran.append("keyword"))
-    except ValueError as exc:
-        assert str(exc) == "model failed"
-    else:  # pragma: no cover - the error must surface
-        raise AssertionError("the embedding's error was swallowed")
+
+    def semantic() -> None:
+        raise ValueError("store failed")
+
+    with pytest.raises(ValueError, match="store failed"):
+        legs.both(semantic, lambda: ran.append("keyword"))
     assert ran == ["keyword"]
     legs.close()

@@ -243,11 +243,13 @@ class KeywordIndex:
         # result never depends on a selection algorithm's tie order.
         scores = self._retriever.get_scores(tokens, weight_mask=None if mask is None else np.asarray(mask, np.float32))
         matching = np.flatnonzero(scores > 0)
+        found = scores[matching]
         if matching.size > k:
-            kth = np.partition(scores[matching], matching.size - k)[matching.size - k]
-            matching = matching[scores[matching] >= kth]
+            kth = np.partition(found, matching.size - k)[matching.size - k]
+            top = found >= kth
+            matching, found = matching[top], found[top]
         # Best score first, ties by chunk id (in numpy, not a Python sort of objects).
         ties = matching if self._tie_rank is None else self._tie_rank[matching]
-        order = matching[np.lexsort((ties, -scores[matching]))][:k]
+        order = np.lexsort((ties, -found))[:k]
         ids = self.chunk_ids
-        return [KeywordHit(ids[i], score) for i, score in zip(order.tolist(), scores[order].tolist(), strict=True)]
+        return list(map(KeywordHit, [ids[i] for i in matching[order].tolist()], found[order].tolist()))
