@@ -68,5 +68,10 @@ done < <(torch_commands)
 [ -n "$installed" ] || { echo "error: could not install $TORCH_PIN" >&2; exit 1; }
 .venv/bin/python -m pip install -q -e ".${extras}"
 echo "IndexFoundry is installed in .venv ($(.venv/bin/indexfoundry --version))" >&2
+# Once per machine: the default model's ONNX file (about a minute), so the first run, search or
+# agent does not wait for it; a second process asking for it meanwhile waits and gets the same file.
+if ! .venv/bin/indexfoundry index prepare --model local >&2; then
+  echo "note: the local model's ONNX file was not made now; the first run makes it" >&2
+fi
 echo "next: .venv/bin/indexfoundry pipeline run examples/docs.yaml && .venv/bin/indexfoundry search \"how do I install it\"" >&2
 echo "      .venv/bin/indexfoundry mcp --docs ./docs      # point an agent at a docs folder" >&2

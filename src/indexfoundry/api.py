@@ -341,6 +341,15 @@ def verify_index(run_id: str, *, runs_dir: str | Path | None = None) -> VerifyOu
     return verify_run(_resolved(root, run_id), root)
 
 
+def prepare_model(embedding_model: str = "local") -> str:
+    """Make what ``embedding_model`` needs once per machine — the ``local`` model's ONNX file in
+    the user cache — and return its model id (``scripts/setup.sh`` runs this for ``local``).
+    Concurrent callers make the file once and all get that one."""
+    from indexfoundry.backends.embedding.providers import resolve_embedder
+
+    return resolve_embedder(embedding_model).model_id
+
+
 # ---------------------------------------------------------------- run diff and evaluation reports
 def render_diff(diff: RunDiffOutput, *, markdown: bool = False, with_text_diffs: bool = False) -> str:
     """A ``diff`` as terminal text, or as markdown for a pull request comment."""

@@ -200,13 +200,18 @@ def test_the_model_sent_to_a_worker_is_the_same_onnx_file_and_embeds_the_same(on
         assert np.array_equal(received.embed(TEXTS[:3]), embedder.embed(TEXTS[:3]))
 
 
-def test_making_the_default_file_again_gives_the_same_bytes_and_prints_nothing_on_stdout(onnx, tmp_path: Path):
-    code = (
-        "from indexfoundry.backends.embedding.onnx_fp32 import OnnxEmbedder\n"
-        "import sys; e = OnnxEmbedder(); sys.stderr.write(e.model_id)\n"
-    )
-    env = {**os.environ, "INDEXFOUNDRY_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(SRC)}
+def test_two_processes_preparing_the_model_at_once_make_one_file_with_the_default_model_id(onnx, tmp_path: Path):
+    """What ``scripts/setup.sh`` runs, twice at once in a fresh cache: one export, the file of the
+    default model id (made again, it gives the same bytes), and only JSON on stdout."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "INDEXFOUNDRY_CACHE_DIR": str(cache), "PYTHONPATH": str(SRC)}
     env.pop("INDEXFOUNDRY_LOCAL_BACKEND", None)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout == ""
-    assert out.stderr.endswith(onnx.model_id)
+    command = [sys.executable, "-m", "indexfoundry", "index", "prepare", "--json"]
+    both = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=900) for p in both]
+    assert [p.returncode for p in both] == [0, 0], [err[-2000:] for _, err in outs]
+    assert {json.loads(out)["model_id"] for out, _ in outs} == {onnx.model_id}
+    assert len(list((cache / "onnx").glob("*.onnx"))) == 1
+    assert not [p for p in (cache / "onnx").iterdir() if p.name.startswith(".make-")]

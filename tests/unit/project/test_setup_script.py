@@ -40,3 +40,10 @@ def test_on_macos_and_windows_torch_comes_from_the_default_index_where_wheels_ar
 def test_the_project_license_is_an_spdx_expression_so_setuptools_does_not_warn():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["license"] == "MIT"
+
+
+def test_setup_makes_the_local_models_file_once_per_machine_and_goes_on_if_it_cannot():
+    script = (REPO / "scripts" / "setup.sh").read_text(encoding="utf-8")
+    step = next(line for line in script.splitlines() if "index prepare" in line)
+    assert step.startswith("if ! .venv/bin/indexfoundry index prepare --model local")
+    assert script.index("pip install -q -e") < script.index(step)  # after the package is installed

@@ -5,6 +5,11 @@ else ``~/.cache/indexfoundry``), under ``onnx/``, named by the weights hash, the
 them and a hash of the versions of the tools that shaped the graph. A sidecar ``.json`` beside
 each file records its SHA-256 (so a later process does not re-hash it to name the model) and
 its recipe.
+
+Each file is made once per machine (``make_once``; ``scripts/setup.sh`` makes the default one):
+an export is not byte-identical when redone, and the model id names the file by its hash, so a
+file in place is never replaced — a second process waits for the first one's file instead of
+putting its own there, which would leave the runs indexed with the first unsearchable.
 """
 
 from __future__ import annotations
@@ -12,10 +17,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from indexfoundry.backends.embedding.local import LOCAL_MODEL_SHA256
+from indexfoundry.storage.atomic import atomic_write_json
 from indexfoundry.storage.hashing import sha256_file, sha256_text
+from indexfoundry.storage.once import exclusive, lock_path, publish_once
 
 
 def user_cache_dir() -> Path:
@@ -96,3 +106,25 @@ def recipe_of(path: Path) -> str:
         recipe = json.loads(sidecar(path).read_text(encoding="utf-8")).get("recipe", "")
         return recipe if isinstance(recipe, str) else ""
     return ""
+
+
+def make_once(target: Path, make: Callable[[Path], dict[str, Any] | None]) -> Path:
+    """``target``, made now by ``make`` unless it is already there.
+
+    One process of the machine at a time makes it (a lock beside it, ``storage/once.py``); the
+    others wait, then use its file. ``make(path)`` writes the finished file at ``path`` (a
+    temporary name in the same folder) and returns its sidecar record (or None for none); the
+    file is put in place only if none is there (first writer wins), then its sidecar.
+    """
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with exclusive(lock_path(target)):
+        if target.is_file():
+            return target
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".make-") as tmp:
+            finished = Path(tmp) / target.name
+            record = make(finished)
+            if publish_once(finished, target) and record is not None:
+                atomic_write_json(sidecar(target), {**record, "size": target.stat().st_size})
+    return target

@@ -52,14 +52,6 @@ import numpy as np
 from indexfoundry.backends.embedding.base import Vectors, l2_normalize
 from indexfoundry.backends.embedding.batching import FP32_PLAN, FUSED_PLAN, run_all
 from indexfoundry.backends.embedding.devices import CPU, Device, actual_onnx_device, session_providers
-from indexfoundry.backends.embedding.onnx_files import (
-    cached_export,
-    file_sha256,
-    find_cached,
-    recipe_of,
-    sidecar,
-    tool_versions,
-)
 from indexfoundry.backends.embedding.local import (
     LOCAL_BACKEND_ENV,
     LOCAL_MODEL_DIMENSIONS,
@@ -68,8 +60,15 @@ from indexfoundry.backends.embedding.local import (
     _offline_env,
     local_model_path,
 )
+from indexfoundry.backends.embedding.onnx_files import (
+    cached_export,
+    file_sha256,
+    find_cached,
+    make_once,
+    recipe_of,
+    tool_versions,
+)
 from indexfoundry.errors import EmbedError, missing_extra
-from indexfoundry.storage.atomic import atomic_write_json
 from indexfoundry.storage.hashing import sha256_file
 
 # Bump when the export settings change: it names a new cache file (and so a new model id).
@@ -160,11 +159,11 @@ def torch_encoder(model_dir: Path) -> tuple[Any, dict[str, Any], tuple[Any, ...]
     return Encoder(base).eval(), feed, sample
 
 
-def export_fp32(model_dir: Path, target: Path) -> None:
-    """Export the packaged model to fp32 ONNX at ``target`` and check it against torch.
+def export_fp32(model_dir: Path, target: Path) -> dict[str, Any]:
+    """Export the packaged model to fp32 ONNX at ``target`` and check it against torch; return
+    its sidecar record (``onnx_files.make_once`` puts the file in its place).
 
     Dynamic batch and sequence axes; the check runs a padded two-text batch through both.
-    Writes ``target`` atomically (temp file + rename) and its sidecar after it.
     """
     import torch
 
@@ -198,28 +197,18 @@ def export_fp32(model_dir: Path, target: Path) -> None:
             )
         digest = sha256_file(out)
         os.replace(out, target)
-    atomic_write_json(
-        sidecar(target),
-        {
-            "sha256": digest,
-            "size": target.stat().st_size,
-            "recipe": RECIPE,
-            "model_sha256": LOCAL_MODEL_SHA256,
-            "exporter": exporter_versions(),
-        },
-    )
+    return {"sha256": digest, "recipe": RECIPE, "model_sha256": LOCAL_MODEL_SHA256, "exporter": exporter_versions()}
 
 
 def ensure_fp32_model() -> Path:
-    """The cached fp32 export, made now if missing (needs torch, onnx and onnxscript)."""
-    with _lock:
-        target = fp32_model_file()
-        if target is None:
-            raise missing_extra("onnxscript", "onnx", "exporting the local model to ONNX")
-        if not target.is_file():
-            require_export_tools("onnx", "exporting the local model to ONNX")
-            export_fp32(local_model_path(), target)
-    return target
+    """The cached fp32 export, made now if missing (needs torch, onnx and onnxscript), once per
+    machine (``onnx_files.make_once``)."""
+    target = fp32_model_file()
+    if target is None:
+        raise missing_extra("onnxscript", "onnx", "exporting the local model to ONNX")
+    if not target.is_file():
+        require_export_tools("onnx", "exporting the local model to ONNX")
+    return make_once(target, lambda out: export_fp32(local_model_path(), out))
 
 
 def ensure_local_model(recipe: str | None = None) -> Path:

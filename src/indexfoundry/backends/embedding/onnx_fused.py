@@ -32,11 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from indexfoundry.backends.embedding.onnx_files import cached_export, sidecar, tool_versions
-from indexfoundry.backends.embedding.onnx_fp32 import INPUT_NAMES, _lock, quiet, session, torch_encoder
 from indexfoundry.backends.embedding.local import LOCAL_MODEL_SHA256, local_model_path
+from indexfoundry.backends.embedding.onnx_files import cached_export, make_once, tool_versions
+from indexfoundry.backends.embedding.onnx_fp32 import INPUT_NAMES, quiet, session, torch_encoder
 from indexfoundry.errors import EmbedError, missing_extra
-from indexfoundry.storage.atomic import atomic_write_json
 from indexfoundry.storage.hashing import sha256_file
 
 EXPORT_TOOLS = ("torch", "transformers", "onnx", "onnxruntime")
@@ -98,8 +97,9 @@ def _fuse(raw: Path, config: dict[str, Any]) -> Any:
     return fused.model
 
 
-def export_fused(model_dir: Path, target: Path) -> None:
-    """Make the default model file at ``target`` (module docstring) and its sidecar.
+def export_fused(model_dir: Path, target: Path) -> dict[str, Any]:
+    """Make the default model file at ``target`` (module docstring); return its sidecar record
+    (``onnx_files.make_once`` puts the file in its place).
 
     Raises EMBED_ERROR when the result is not close to the torch model on the probe batch.
     """
@@ -141,31 +141,26 @@ def export_fused(model_dir: Path, target: Path) -> None:
             )
         digest = sha256_file(out)
         os.replace(out, target)
-    atomic_write_json(
-        sidecar(target),
-        {
-            "sha256": digest,
-            "size": target.stat().st_size,
-            "recipe": RECIPE,
-            "model_sha256": LOCAL_MODEL_SHA256,
-            "exporter": tool_versions(EXPORT_TOOLS),
-            "int8_matmuls": rewritten,
-            "probe_min_cosine": round(cosine, 6),
-        },
-    )
+    return {
+        "sha256": digest,
+        "recipe": RECIPE,
+        "model_sha256": LOCAL_MODEL_SHA256,
+        "exporter": tool_versions(EXPORT_TOOLS),
+        "int8_matmuls": rewritten,
+        "probe_min_cosine": round(cosine, 6),
+    }
 
 
 def ensure_fused_model() -> Path:
-    """The cached default model file, made now if missing (needs torch and transformers)."""
-    with _lock:
-        target = fused_model_file()
-        if target is None:
-            raise missing_extra("torch", "onnx", "making the local model's ONNX file")
-        if not target.is_file():
-            for module in ("torch", "transformers", "onnx", "onnxruntime"):
-                try:
-                    __import__(module)
-                except ImportError:
-                    raise missing_extra(module, "onnx", "making the local model's ONNX file") from None
-            export_fused(local_model_path(), target)
-    return target
+    """The cached default model file, made now if missing (needs torch and transformers), once
+    per machine (``onnx_files.make_once``)."""
+    target = fused_model_file()
+    if target is None:
+        raise missing_extra("torch", "onnx", "making the local model's ONNX file")
+    if not target.is_file():
+        for module in ("torch", "transformers", "onnx", "onnxruntime"):
+            try:
+                __import__(module)
+            except ImportError:
+                raise missing_extra(module, "onnx", "making the local model's ONNX file") from None
+    return make_once(target, lambda out: export_fused(local_model_path(), out))

@@ -30,7 +30,7 @@ from indexfoundry.backends.embedding.local import (
     LOCAL_MODEL_SHA256,
     local_model_path,
 )
-from indexfoundry.backends.embedding.onnx_files import user_cache_dir
+from indexfoundry.backends.embedding.onnx_files import make_once, user_cache_dir
 from indexfoundry.backends.embedding.onnx_fp32 import RECIPE as FP32_RECIPE
 from indexfoundry.backends.embedding.onnx_fp32 import (
     ensure_fp32_model,
@@ -78,12 +78,12 @@ def _feed(encoding: Any) -> dict[str, Any]:
 
 
 def ensure_int8_model() -> Path:
-    """The cached int8 file, exported now if missing."""
-    target = int8_model_file()
-    with _lock:
-        if not target.is_file():
-            export_int8(local_model_path(), target)
-    return target
+    """The cached int8 file, exported now if missing, once per machine (``onnx_files.make_once``)."""
+
+    def make(out: Path) -> None:
+        export_int8(local_model_path(), out)
+
+    return make_once(int8_model_file(), make)
 
 
 class Int8Embedder:

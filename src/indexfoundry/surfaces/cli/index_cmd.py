@@ -1,5 +1,6 @@
 """``indexfoundry index``: rerun the phase, and its single-purpose tool commands
-(``embed``, ``upsert``, ``verify``). ``embed`` and ``upsert`` default to the run's own config."""
+(``embed``, ``upsert``, ``verify``; ``prepare``: the model's one-time files). ``embed`` and
+``upsert`` default to the run's own config."""
 
 from __future__ import annotations
 
@@ -135,3 +136,20 @@ def verify(
         typer.echo("ok" if out.ok else f"{len(out.missing)} missing, {len(out.extra)} extra")
     if not out.ok:
         raise typer.Exit(1)
+
+
+@app.command("prepare")
+def prepare(
+    model: str = typer.Option("local", "--model", help="Embedding model whose one-time files to make."),
+    json_out: bool = Json,
+) -> None:
+    """Make the model's one-time files on this machine (the local model's ONNX file), so the first run does not."""
+    import time
+
+    start = time.monotonic()
+    model_id = api.prepare_model(model)
+    seconds = round(time.monotonic() - start, 1)
+    if json_out:
+        print_json({"model": model, "model_id": model_id, "seconds": seconds})
+        return
+    typer.echo(f"{model} is ready: {model_id} ({seconds} s)")
