@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from indexfoundry import api
-from indexfoundry.backends.embedding import providers as embedders
+from indexfoundry.backends.embedding import local as embedders
 from indexfoundry.backends.embedding.local import LOCAL_MODEL_DIMENSIONS, local_embedder
 from indexfoundry.errors import EmbedError
 
