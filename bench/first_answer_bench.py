@@ -85,7 +85,7 @@ async def one_start(docs: Path, runs: Path, model: str, timeout: float, first_on
 
 def export_cached() -> bool:
     """True when the local model's ONNX export is already in the user cache (the one-time step)."""
-    from indexfoundry.backends.embedding.onnx_fp32 import user_cache_dir
+    from indexfoundry.backends.embedding.onnx_files import user_cache_dir
 
     folder = user_cache_dir() / "onnx"
     return folder.is_dir() and any(folder.glob("*.onnx"))
