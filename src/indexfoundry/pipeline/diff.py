@@ -1,8 +1,10 @@
 """``run diff A B``: what changed between two runs, for people and for code review.
 
-Compares the frozen configs (changed keys), then per phase the artifacts each manifest
-records (added / removed / modified, by SHA-256, with record counts) and error counts, and,
-with ``include_chunks``, the chunks of every source document. Times and durations (the
+Every form leads with the source documents added, removed and modified, by source path (the
+raw manifests' SHA-256 of each source's bytes). Then the frozen configs (changed keys), per
+phase the artifacts each manifest records (added / removed / modified, by SHA-256, with record
+counts; the text form counts the files named by their content hash) and error counts, and, with
+``include_chunks``, the chunks of every source document. Times and durations (the
 manifests' ``TIMING_FIELDS``) never count as differences: only content does.
 
 Chunk ids change whenever a document changes (the document id hashes its content), so
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import html
+import re
 from typing import Any, Literal
 
 from pydantic import Field
@@ -104,12 +107,38 @@ class ChunkDiffSummary(Strict):
     chunks_unchanged: int = 0
 
 
+class DocumentChanges(Strict):
+    """The source documents that changed from run A to run B, by source path."""
+
+    added: list[str] = Field(default_factory=list, description="Source paths only in run B")
+    removed: list[str] = Field(default_factory=list, description="Source paths only in run A")
+    modified: list[str] = Field(default_factory=list, description="Source paths whose bytes changed")
+    unchanged: int = Field(default=0, description="Sources with the same bytes in both runs")
+
+    def counts(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.removed)} removed, {len(self.modified)} modified, "
+            f"{self.unchanged} unchanged"
+        )
+
+    def listed(self) -> list[tuple[str, str]]:
+        """(change, source path) of every changed document: added, removed, then modified."""
+        return [
+            *(("added", uri) for uri in self.added),
+            *(("removed", uri) for uri in self.removed),
+            *(("modified", uri) for uri in self.modified),
+        ]
+
+
 class RunDiffOutput(Strict):
     """What ``indexfoundry_run_diff`` answers."""
 
     run_id_a: str = Field(description="Older side of the comparison")
     run_id_b: str = Field(description="Newer side of the comparison")
     identical: bool = Field(description="True when the runs' content is the same (times ignored)")
+    document_changes: DocumentChanges = Field(
+        default_factory=DocumentChanges, description="Source documents added, removed and modified, by source path"
+    )
     config: list[ConfigChange] = Field(default_factory=list, description="Config keys that changed")
     phases: dict[PhaseName, PhaseDiff] = Field(default_factory=dict, description="Per phase artifact changes")
     documents: list[DocumentChunkDiff] | None = Field(
@@ -172,6 +201,23 @@ def _phase_diff(layout_a: RunLayout, layout_b: RunLayout) -> dict[PhaseName, Pha
                 diff.unchanged += 1
         out[name] = diff  # type: ignore[index]
     return out
+
+
+def _source_hashes(layout: RunLayout) -> dict[str, str]:
+    if not layout.raw_manifest.is_file():
+        return {}
+    return {str(row["uri"]): str(row["sha256"]) for row in iter_jsonl(layout.raw_manifest)}
+
+
+def document_changes(layout_a: RunLayout, layout_b: RunLayout) -> DocumentChanges:
+    """The sources added, removed and modified (by the SHA-256 of their bytes), sorted by path."""
+    a, b = _source_hashes(layout_a), _source_hashes(layout_b)
+    return DocumentChanges(
+        added=sorted(b.keys() - a.keys()),
+        removed=sorted(a.keys() - b.keys()),
+        modified=sorted(uri for uri in a.keys() & b.keys() if a[uri] != b[uri]),
+        unchanged=sum(1 for uri in a.keys() & b.keys() if a[uri] == b[uri]),
+    )
 
 
 def _load_chunks(layout: RunLayout) -> dict[str, list[DocumentChunk]]:
@@ -262,11 +308,13 @@ def run_diff(layout_a: RunLayout, layout_b: RunLayout, include_chunks: bool = Fa
     summary: ChunkDiffSummary | None = None
     if include_chunks:
         documents, summary = chunk_diff(layout_a, layout_b)
-    identical = not config and not any(p.changed for p in phases.values()) and not documents
+    changes = document_changes(layout_a, layout_b)
+    identical = not config and not any(p.changed for p in phases.values()) and not documents and not changes.listed()
     return RunDiffOutput(
         run_id_a=layout_a.run_id,
         run_id_b=layout_b.run_id,
         identical=identical,
+        document_changes=changes,
         config=config,
         phases=phases,
         documents=documents,
@@ -297,12 +345,40 @@ def _modified_line(change: ChunkChange, code: str = "") -> str:
     return f"{code}{short(change.a.chunk_id)}{code} → {_chunk_line(change.b, code)}"
 
 
+# An artifact named by its content hash (raw/<sha256>.md, extracted/<sha256>.txt): the documents
+# list already names what changed, so the text form counts these instead of listing them.
+_CONTENT_FILE = re.compile(r"(^|/)[0-9a-f]{64}(\.[A-Za-z0-9]+)?$")
+_MARKS = {"added": "+", "removed": "-", "modified": "~"}
+
+
+def _artifact_lines(p: PhaseDiff) -> list[str]:
+    lines: list[str] = []
+    hashed = {"added": 0, "removed": 0, "modified": 0}
+    for kind, changes in (("added", p.added), ("removed", p.removed), ("modified", p.modified)):
+        for x in changes:
+            if _CONTENT_FILE.search(x.path):
+                hashed[kind] += 1
+            elif kind == "added":
+                lines.append(f"  + {x.path} {x.sha_b}{_records(None, x.records_b)}")
+            elif kind == "removed":
+                lines.append(f"  - {x.path} {x.sha_a}{_records(x.records_a, None)}")
+            else:
+                lines.append(f"  ~ {x.path} {x.sha_a} → {x.sha_b}{_records(x.records_a, x.records_b)}")
+    if any(hashed.values()):
+        counted = ", ".join(f"{n} {kind}" for kind, n in hashed.items() if n)
+        lines.insert(0, f"  per-document files (named by content hash): {counted}")
+    return lines
+
+
 def render_text(diff: RunDiffOutput) -> str:
-    """Plain-text report for the terminal."""
+    """Plain-text report for the terminal: the changed documents first, by source path."""
     lines = [f"run diff {diff.run_id_a} → {diff.run_id_b}"]
     if diff.identical:
         lines.append("identical (timing fields ignored)")
         return "\n".join(lines) + "\n"
+    changes = diff.document_changes
+    lines.append(f"documents: {changes.counts()}")
+    lines.extend(f"  {_MARKS[kind]} {uri}" for kind, uri in changes.listed())
     if diff.config:
         lines.append("config:")
         lines.extend(f"  ~ {c.key}: {_value(c.a)} → {_value(c.b)}" for c in diff.config)
@@ -316,9 +392,7 @@ def render_text(diff: RunDiffOutput) -> str:
         if p.errors_a != p.errors_b:
             head += f"; errors {p.errors_a} → {p.errors_b}"
         lines.append(head)
-        lines.extend(f"  + {x.path} {x.sha_b}{_records(None, x.records_b)}" for x in p.added)
-        lines.extend(f"  - {x.path} {x.sha_a}{_records(x.records_a, None)}" for x in p.removed)
-        lines.extend(f"  ~ {x.path} {x.sha_a} → {x.sha_b}{_records(x.records_a, x.records_b)}" for x in p.modified)
+        lines.extend(_artifact_lines(p))
     if diff.documents is not None and diff.chunk_summary is not None:
         s = diff.chunk_summary
         lines.append(
@@ -371,6 +445,14 @@ def render_markdown(
     if diff.identical:
         lines.append("No content changes (timing fields ignored).")
         return "\n".join(lines) + "\n"
+    changes = diff.document_changes
+    lines += [f"**Documents:** {changes.counts()}", ""]
+    listed = changes.listed()
+    lines += [f"- {kind} `{uri}`" for kind, uri in listed[:max_documents]]
+    if len(listed) > max_documents:
+        lines.append(f"- … {len(listed) - max_documents} more documents")
+    if listed:
+        lines.append("")
     if diff.config:
         lines += ["**Config changes**", "", "| key | before | after |", "| --- | --- | --- |"]
         lines += [f"| `{c.key}` | `{_value(c.a)}` | `{_value(c.b)}` |" for c in diff.config]
