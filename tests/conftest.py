@@ -22,11 +22,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden", action="store_true", default=False, help="Rewrite tests/golden/expected from this run."
     )
+    parser.addoption(
+        "--update-figures",
+        action="store_true",
+        default=False,
+        help="Rewrite the figures the docs print from what the tests measure (tests/figures.py).",
+    )
 
 
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture
+def update_figures(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-figures"))
 
 
 @pytest.fixture(autouse=True)

@@ -3,8 +3,8 @@
 Budgets: the docs-mode listing under 8,000 characters; the full listing (every pipeline tool
 with the agent's own input models) no larger than the 39,263 characters it took when agents were
 listed the operator's full configs (38,134 since). Every argument another change adds to a tool
-is counted here too, so the budget keeps holding as the tools grow. The figures are what
-``test_the_full_listing_is_within_budget_without_output_schemas_or_repeated_defs`` measures.
+is counted here too, so the budget keeps holding as the tools grow. The sizes docs/mcp.md prints
+are the ones measured here (``tests/figures.py``: ``pytest --update-figures`` rewrites them).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from mcp.client import Client
 from indexfoundry.surfaces.mcp import ServerOptions, create_server
 from tests.conftest import SAMPLE_DOCS
 from tests.fakes import RecordingEmbedder
+from tests.figures import documented
 from tests.integration.mcp_support import RETRIEVAL_TOOLS, stdio_session, structured, texts
 
 DOCS_BUDGET = 8_000
@@ -49,11 +50,13 @@ def _listings(tmp_path: Path, *args: str) -> list[Any]:
     return anyio.run(main)
 
 
-def test_docs_mode_lists_only_the_docs_tools_within_8000_characters(tree, tmp_path: Path):
+def test_docs_mode_lists_only_the_docs_tools_within_8000_characters(tree, tmp_path: Path, update_figures: bool):
     docs = tree(SAMPLE_DOCS)
     tools = _listings(tmp_path, "--docs", str(docs), "--runs-dir", str(tmp_path / "runs"), "--embedding-model", "hash")
     assert sorted(t.name for t in tools) == sorted(RETRIEVAL_TOOLS)
     assert _listing_size(tools) < DOCS_BUDGET, _listing_size(tools)
+    documented("mcp.docs_tools", len(tools), update=update_figures)
+    documented("mcp.docs_listing", _listing_size(tools), update=update_figures)
 
 
 def test_a_library_server_lists_only_its_docs_tools_within_8000_characters(tree, tmp_path: Path):
@@ -64,13 +67,16 @@ def test_a_library_server_lists_only_its_docs_tools_within_8000_characters(tree,
     assert _listing_size(tools) < DOCS_BUDGET, _listing_size(tools)
 
 
-def test_the_full_listing_is_within_budget_without_output_schemas_or_repeated_defs(tree, tmp_path: Path):
+def test_the_full_listing_is_within_budget_without_output_schemas_or_repeated_defs(
+    tree, tmp_path: Path, update_figures: bool
+):
     docs = tree(SAMPLE_DOCS)
     args = ("--docs", str(docs), "--runs-dir", str(tmp_path / "runs"), "--embedding-model", "hash", "--tools", "all")
     tools = _listings(tmp_path, *args)
     names = {t.name for t in tools}
     assert set(RETRIEVAL_TOOLS) < names and "indexfoundry_pipeline_run" in names
     assert _listing_size(tools) <= FULL_BUDGET, _listing_size(tools)
+    documented("mcp.full_listing", _listing_size(tools), update=update_figures)
     for tool in tools:
         assert tool.output_schema is None, tool.name
         schema = tool.input_schema
