@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from indexfoundry.storage.atomic import iter_jsonl
+from indexfoundry.storage.layout import RunLayout
 from tests.integration.connect_servers import body, serve_script, serve_site, status
 from tests.integration.test_connect_sitemap import SITE, remote_config, rows, run_connect
 
@@ -149,3 +150,31 @@ def test_a_crawled_site_goes_through_every_phase_and_its_pages_are_searchable(ru
     assert output.status == "completed"
     uris = {row["source"]["uri"] for row in iter_jsonl(layout.chunks)}
     assert uris == {f"{site.base}/", f"{site.base}/install.html"}
+
+
+def test_a_directory_and_its_index_html_are_one_page_counted_as_a_duplicate_by_the_cli(tmp_path: Path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import write_config
+
+    home = _page("index.html", "guide/", "guide/index.html#top", title="home")
+    guide = _page("../index.html", title="guide")
+    routes = {"/": _html(home), "/index.html": _html(home), "/guide/": _html(guide), "/guide/index.html": _html(guide)}
+    with serve_script(routes) as site:
+        source = {"type": "crawl", "url": f"{site.base}/", "requests_per_second": 100}
+        connect = {"sources": [source], "allowed_private_hosts": [f"127.0.0.1:{site.port}"]}
+        config = write_config(tmp_path / "site.yaml", {"connect": connect, "index": {"embedding_model": "hash"}})
+        done = subprocess.run(
+            [sys.executable, "-m", "indexfoundry", "pipeline", "run", str(config), "--runs-dir", "runs", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    layout = RunLayout(Path("runs") / json.loads(done.stdout)["run_id"])
+    assert [r["uri"] for r in rows(layout)] == [f"{site.base}/", f"{site.base}/guide/"]
+    crawl = json.loads(layout.manifest.read_text())["phases"]["connect"]["details"]["crawl"][f"{site.base}/"]
+    assert (crawl["pages"], crawl["duplicates"]) == (2, 2)  # /index.html and /guide/index.html

@@ -5,9 +5,11 @@ level sorted; links found on a level are canonicalised (fragment and tracking pa
 dropped, default port removed), filtered (scope, include/exclude regexes, robots.txt, asset
 extensions), de-duplicated and sorted into the next level. ``max_pages`` takes the first
 pages in that order. A page's identity is its canonical URL: the final URL after redirects,
-or its ``<link rel=canonical>`` when that is in scope, so a page reachable under two URLs is
-indexed once. Every request goes through the run's guarded :class:`~.net.Fetcher` (or the
-browser renderer, which uses the same one), at most ``requests_per_second`` per host;
+or its ``<link rel=canonical>`` when that is in scope, with a directory's ``index.html``
+(``index.htm``) read as the directory itself, so a page reachable under two URLs (``/`` and
+``/index.html``) is indexed once and the other counts as a duplicate. Every request goes
+through the run's guarded :class:`~.net.Fetcher` (or the browser renderer, which uses the same
+one), at most ``requests_per_second`` per host;
 previously fetched pages are re-fetched conditionally and 404/410 become removals, as for
 sitemaps.
 """
@@ -77,6 +79,18 @@ def canonical_url(url: str, base: str | None = None) -> str | None:
         if k.lower() not in TRACKING_PARAMS and not k.lower().startswith(TRACKING_PREFIXES)
     ]
     return urlunsplit((scheme, host, parts.path or "/", urlencode(query), ""))
+
+
+# A directory's default page: ``/guide/index.html`` is the page ``/guide/`` names.
+_DIRECTORY_INDEX = re.compile(r"/index\.html?$", re.IGNORECASE)
+
+
+def page_identity(url: str) -> str:
+    """The page a canonical URL names, for de-duplication: a final ``index.html`` (or
+    ``index.htm``) segment is its directory (the URL fetched stays as linked)."""
+    parts = urlsplit(url)
+    path = _DIRECTORY_INDEX.sub("/", parts.path)
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def _host_of(url: str) -> str:
@@ -301,10 +315,10 @@ class Crawler:
                     if page.noindex:
                         report.noindex.append(url)
                         continue
-                    if identity in claimed:
+                    if page_identity(identity) in claimed:
                         report.duplicates.append(url)
                         continue
-                    claimed.add(identity)
+                    claimed.add(page_identity(identity))
                     seen.add(identity)
                     if identity != url and outcome.record is not None:
                         outcome.record = outcome.record.model_copy(update={"uri": identity})
