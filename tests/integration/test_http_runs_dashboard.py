@@ -143,6 +143,7 @@ def test_the_dashboard_shows_the_five_runs_with_the_figures_of_run_list_json(
     page.goto(server.root + "/runs")
     page.wait_for_selector("section.pipeline .chart.size canvas")
     assert page.locator("section.pipeline").count() == 1
+    assert {i["pipeline"] for i in scenario.listed} == {page.locator("section.pipeline").get_attribute("data-pipeline")}
     rows = page.locator("tr.run")
     assert rows.count() == 5
     shown = {}

@@ -1,16 +1,13 @@
 """The runs dashboard's use cases: every run of a runs folder per pipeline, one run with its diff
 against the run before it, and recording an evaluation's results into the run it measured.
 
-A run's pipeline is read from its frozen config (``pipeline_of``): the vector collection and
-the sources it was built from, the same test the shrink guard uses to decide which run a
-nightly run follows. That one function is the seam where a pipeline name recorded in the
-manifest would be read instead.
+A run's pipeline is the one its manifest records (``run list``'s ``pipeline``: the config's
+name), so the dashboard groups runs as ``latest:<pipeline>`` resolves them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from indexfoundry.errors import IndexFoundryError, RunNotFound
 from indexfoundry.models.history import (
@@ -27,23 +24,11 @@ from indexfoundry.pipeline.diff import render_markdown, run_diff
 from indexfoundry.pipeline.runs import list_runs
 from indexfoundry.storage.atomic import append_ndjson, iter_jsonl
 from indexfoundry.storage.clock import utc_now
-from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout, is_run_id
-from indexfoundry.storage.manifest import load_manifest, read_frozen_config
+from indexfoundry.storage.manifest import load_manifest
 
 MAX_RUNS = 200  # the newest runs the dashboard lists
 SHOWN_ERRORS = 5
-
-
-def pipeline_of(config: dict[str, Any]) -> tuple[str, str]:
-    """(key, name) of the pipeline a frozen config belongs to: its collection and its sources."""
-    index = config.get("index") or {}
-    collection = str((index.get("vector_db") or {}).get("collection") or "indexfoundry")
-    sources = (config.get("connect") or {}).get("sources") or []
-    first = sources[0] if sources else {}
-    where = str(first.get("path") or first.get("url") or first.get("repo") or first.get("type") or "-")
-    name = f"{collection} ({Path(where).name or where}{f' +{len(sources) - 1}' if len(sources) > 1 else ''})"
-    return sha256_json({"collection": collection, "sources": sources}), name
 
 
 def _entry(layout: RunLayout, manifest: RunManifest, status: RunStatus, pipeline: str) -> RunHistoryEntry:
@@ -103,10 +88,9 @@ def _entries(root: Path, limit: int) -> tuple[list[tuple[str, RunHistoryEntry]],
         layout = RunLayout.for_run(root, item.run_id)
         try:
             manifest = load_manifest(layout)
-            key, name = pipeline_of(read_frozen_config(layout))
         except (IndexFoundryError, OSError, ValueError):
             continue
-        entries.append((key, _entry(layout, manifest, item.status, name)))
+        entries.append((item.pipeline, _entry(layout, manifest, item.status, item.pipeline)))
     return entries, len(items)
 
 

@@ -1,8 +1,8 @@
-"""The runs dashboard's figures: which pipeline a run belongs to, which runs were and are 'latest'."""
+"""The runs dashboard's figures: which runs of a pipeline were and are 'latest'."""
 
 from __future__ import annotations
 
-from indexfoundry.app.history import _mark_latest, pipeline_of
+from indexfoundry.app.history import _mark_latest
 from indexfoundry.models.history import RunHistoryEntry
 
 
@@ -26,17 +26,6 @@ def entry(run_id: str, status: str, created: str, completed: str | None) -> RunH
             "latest": False,
         }
     )
-
-
-def test_a_run_of_the_same_collection_and_sources_is_the_same_pipeline_and_another_source_is_not():
-    config = {"connect": {"sources": [{"type": "folder", "path": "/srv/docs"}]}, "index": {"vector_db": {}}}
-    key, name = pipeline_of(config)
-    assert name == "indexfoundry (docs)"
-    assert pipeline_of({**config, "normalize": {"max_chars": 900}})[0] == key  # other settings: same pipeline
-    other = {"connect": {"sources": [{"type": "url", "url": "https://example.org/a"}]}}
-    assert pipeline_of(other)[0] != key
-    named = {**config, "index": {"vector_db": {"collection": "handbook"}}}
-    assert pipeline_of(named)[1] == "handbook (docs)" and pipeline_of(named)[0] != key
 
 
 def test_latest_is_the_newest_completed_run_and_a_run_overtaken_before_it_finished_never_became_latest():
