@@ -22,6 +22,7 @@ from indexfoundry.phases.base import (
     upstream_artifact_hashes,
 )
 from indexfoundry.phases.normalize.build import (
+    ChunkCache,
     build_chunks,
     chunk_documents,
     chunk_limits,
@@ -35,6 +36,7 @@ from indexfoundry.phases.normalize.packing import Span
 from indexfoundry.phases.normalize.window import token_window, window_stats, windows_embedded
 from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
+from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.workcache import WorkCache
 
 __all__ = ["NormalizePhase", "Span", "build_chunks", "chunk_spans", "chunker_config", "dedupe_options"]
@@ -72,6 +74,10 @@ class NormalizePhase(Phase):
     def input_hashes(self, ctx: PhaseContext) -> list[str]:
         return upstream_artifact_hashes(ctx, "extract")
 
+    def _cache_kind(self) -> str:
+        """What a chunked document depends on besides its key: this phase and its libraries."""
+        return f"chunks/normalize-{self.version}/{sha256_json(self.tool_versions())}"
+
     def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:
         """Chunks identical to the base run's (same id and text), and the others."""
         if ctx.base_layout is None:
@@ -92,7 +98,8 @@ class NormalizePhase(Phase):
         def on_error(doc: ExtractedDocument, error: IndexFoundryError) -> None:
             ctx.record_error(error, "normalize", uri=doc.uri)
 
-        with ctx.progress.task("normalize", total=len(documents)) as task:
+        with ctx.progress.task("normalize", total=len(documents)) as task, WorkCache.for_runs(ctx.runs_dir) as work:
+            # Documents chunked by earlier runs (same record, config, versions) are not chunked again.
             result = chunk_documents(
                 layout,
                 documents,
@@ -102,6 +109,7 @@ class NormalizePhase(Phase):
                 limits=chunk_limits(ctx.config.extract),
                 window=split,
                 executor=ctx.executor,
+                cache=None if ctx.force else ChunkCache(work, self._cache_kind()),
             )
         stats = chunk_stats(result.documents, result.chunks, config, result.hard_cuts)
         # Chunks of link definitions, bare link lists, lone images or headings only (contentless.py).

@@ -39,6 +39,7 @@ from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import chunk_id_for, sha256_file, sha256_json, sha256_text
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.memo import Memo, memos_enabled
+from indexfoundry.storage.workcache import WorkCache
 
 
 def chunker_config(config: NormalizeConfig) -> dict[str, Any]:
@@ -308,6 +309,7 @@ def chunk_documents(
     limits: Limits | None = None,
     window: TokenWindow | None = None,
     executor: Executor = LOCAL,
+    cache: ChunkCache | None = None,
 ) -> ChunkResult:
     """Chunk ``documents``, each as one job under ``limits`` (default: in this process, no
     limits); chunks come out in document order. A document that fails is reported to
@@ -315,11 +317,18 @@ def chunk_documents(
     With a ``window``, chunks longer than the embedding model reads are split further
     (``window.fit_spans``). The jobs go to ``executor.map_limited`` (the run's executor: locally
     its warm worker pool; a remote one gets each document's text with its job; ``LOCAL``:
-    workers started for this call)."""
+    workers started for this call). With ``cache`` (the runs folder's work cache) a document
+    chunked by an earlier run with the same record, pages, config and window is not chunked
+    again: only changed documents go to the workers."""
     limits = limits or Limits(0, ExtractConfig().timeout_s, ExtractConfig().memory_mb)
     jobs = [ChunkFileJob(str(layout.root), doc, config, limits.memory_mb, window) for doc in documents]
-    keys = [_memo_key(layout, job) if memos_enabled() else "" for job in jobs]
+    keyed = memos_enabled() or cache is not None
+    keys = [_memo_key(layout, job) if keyed else "" for job in jobs]
     known_by_key = _chunked_memo.get_many([k for k in keys if k])
+    if cache is not None:
+        stored = cache.get_many([k for k in keys if k not in known_by_key])
+        _chunked_memo.put_many(stored)
+        known_by_key.update(stored)
     known = {i: known_by_key[k] for i, k in enumerate(keys) if k in known_by_key}
     todo = [i for i in range(len(jobs)) if i not in known]
 
@@ -343,13 +352,14 @@ def chunk_documents(
     else:
         fresh = executor.map_limited(chunk_file, [jobs[i] for i in todo], limits, on_result=done)
     outcomes: dict[int, ChunkedDocument | Stopped] = {**known, **dict(zip(todo, fresh, strict=True))}
-    _chunked_memo.put_many(
-        {
-            keys[i]: outcome
-            for i in todo
-            if keys[i] and isinstance(outcome := outcomes[i], ChunkedDocument) and outcome.error is None
-        }
-    )
+    chunked = {
+        keys[i]: outcome
+        for i in todo
+        if keys[i] and isinstance(outcome := outcomes[i], ChunkedDocument) and outcome.error is None
+    }
+    _chunked_memo.put_many(chunked)
+    if cache is not None:
+        cache.put_many(chunked)
     result = ChunkResult()
     for i, job in enumerate(jobs):
         outcome = outcomes[i]
@@ -361,6 +371,38 @@ def chunk_documents(
 # chunks depend on: the extracted document with its text hash, its pages, the config and the
 # window. A docs-mode refresh after one edit chunks only the changed document.
 _chunked_memo: Memo[ChunkedDocument] = Memo(5000)
+
+
+@dataclass(frozen=True)
+class ChunkCache:
+    """Chunked documents kept in the runs folder's work cache (``storage/workcache.py``) under
+    ``kind``: the phase version and the chunking libraries' versions, so that a hit is exactly
+    what chunking would give. Keys are ``_memo_key``'s (record, pages, config, window)."""
+
+    work: WorkCache
+    kind: str
+
+    def get_many(self, keys: list[str]) -> dict[str, ChunkedDocument]:
+        return {key: _from_cached(value) for key, value in self.work.get_many(self.kind, keys).items()}
+
+    def put_many(self, items: dict[str, ChunkedDocument]) -> None:
+        self.work.put_many(self.kind, {key: _to_cached(one) for key, one in items.items()})
+
+
+def _to_cached(one: ChunkedDocument) -> dict[str, Any]:
+    return {
+        "chunks": [c.model_dump(mode="json") for c in one.chunks],
+        "hard_cuts": one.hard_cuts,
+        "split_for_window": one.split_for_window,
+    }
+
+
+def _from_cached(value: dict[str, Any]) -> ChunkedDocument:
+    return ChunkedDocument(
+        chunks=[DocumentChunk.model_validate(c) for c in value["chunks"]],
+        hard_cuts=value["hard_cuts"],
+        split_for_window=value["split_for_window"],
+    )
 
 
 def _memo_key(layout: RunLayout, job: ChunkFileJob) -> str:

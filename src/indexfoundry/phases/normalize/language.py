@@ -17,7 +17,7 @@ import re
 from functools import cache
 from typing import Any
 
-from indexfoundry.storage.hashing import sha256_text
+from indexfoundry.storage.hashing import sha256_json, sha256_text
 from indexfoundry.storage.memo import Memo
 from indexfoundry.storage.workcache import WorkCache
 
@@ -55,7 +55,7 @@ def _detector() -> Any:
 def _sample(text: str) -> str | None:
     prose = _URL.sub(" ", _INLINE_CODE.sub(" ", _FENCED.sub(" ", text)))
     sample = " ".join(prose.split())[:_SAMPLE_CHARS]
-    if sum(1 for ch in sample if ch.isalpha()) < _MIN_LETTERS:
+    if sum(map(str.isalpha, sample)) < _MIN_LETTERS:
         return None
     return sample
 
@@ -77,8 +77,42 @@ def detect_language(text: str) -> str | None:
 def detect_grouped_languages(texts: list[str], groups: list[str], cache: WorkCache | None = None) -> list[str | None]:
     """Languages of ``texts``; a text with too little prose of its own takes the language of
     all texts of its group (its document) joined, when those have enough. With ``cache`` (the
-    runs folder's work cache) a sample detected by any earlier run is not detected again: a
-    rerun after one edit detects the changed chunks only."""
+    runs folder's work cache) a group whose texts an earlier run saw takes its languages from
+    there without a look at its texts, and a sample detected by any earlier run is not detected
+    again: a rerun after one edit reads the changed document's chunks only."""
+    if cache is None:
+        return _detect_grouped(texts, groups, None)
+    members: dict[str, list[int]] = {}
+    for i, group in enumerate(groups):
+        members.setdefault(group, []).append(i)
+    # A group's languages depend on its texts alone, in order: their hashes are its key.
+    keys = {group: sha256_json([sha256_text(texts[i]) for i in idx]) for group, idx in members.items()}
+    stored = cache.get_many(group_cache_kind(), keys.values())
+    out: list[str | None] = [None] * len(texts)
+    todo: list[str] = []
+    for group, idx in members.items():
+        known = stored.get(keys[group])
+        if not isinstance(known, list) or len(known) != len(idx):
+            todo.append(group)
+            continue
+        for i, language in zip(idx, known, strict=True):
+            out[i] = language
+    if todo:
+        idx = [i for group in todo for i in members[group]]
+        found = _detect_grouped([texts[i] for i in idx], [groups[i] for i in idx], cache)
+        for i, language in zip(idx, found, strict=True):
+            out[i] = language
+        cache.put_many(group_cache_kind(), {keys[group]: [out[i] for i in members[group]] for group in todo})
+    return out
+
+
+@cache
+def group_cache_kind() -> str:
+    """The work cache kind of a group's languages (the detector's, and the grouping rule's)."""
+    return f"{cache_kind()}/groups-{_SAMPLE_CHARS}-{_MIN_LETTERS}-{MIN_SAMPLE_CHARS}"
+
+
+def _detect_grouped(texts: list[str], groups: list[str], cache: WorkCache | None) -> list[str | None]:
     known = _samples.get_many(texts)
     fresh = {t: _sample(t) for t in texts if t not in known}
     _samples.put_many(fresh)

@@ -1,12 +1,23 @@
-"""Chunks built from spans: ids by place, not only by text; chunk stats and the chunker's config hash."""
+"""Chunks built from spans: ids by place, not only by text; chunk stats and the chunker's config hash;
+documents chunked by one run are not chunked again by the next run in the same runs folder (the
+work cache), and the chunks are byte-identical with or without it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from indexfoundry import api
 from indexfoundry.models.config import NormalizeConfig
 from indexfoundry.models.records import ExtractedDocument, PageExtraction
 from indexfoundry.phases.extract.markdown import find_headings
+from indexfoundry.phases.normalize import build
 from indexfoundry.phases.normalize.build import build_chunks, chunk_stats, chunker_config
 from indexfoundry.phases.normalize.chunkers import chunk_spans
+from indexfoundry.storage.layout import RunLayout
+from tests.conftest import folder_config, write_tree
 
 
 def cfg(strategy: str, **kw: object) -> NormalizeConfig:
@@ -54,3 +65,82 @@ def test_stats_count_small_and_hard_cut_chunks_and_config_hash_follows_settings(
         == chunker_config(cfg("recursive", max_chars=200, overlap_chars=0))["config_hash"]
     )
     assert chunker_config(config)["config_hash"] != chunker_config(cfg("recursive", max_chars=300))["config_hash"]
+
+
+DOCS = {
+    f"doc-{n}.md": f"# Title {n}\n\nThe first paragraph of document {n}, long enough to be a chunk of its own.\n\n"
+    f"## Part two\n\nThe second section of document {n} says something else entirely.\n"
+    for n in range(4)
+}
+
+
+@pytest.fixture
+def chunked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The uris of the documents actually chunked (in this process: extract.workers 0)."""
+    seen: list[str] = []
+    real = build._chunked
+
+    def counting(doc: Any, *args: Any, **kwargs: Any) -> build.ChunkedDocument:
+        seen.append(doc.uri)
+        return real(doc, *args, **kwargs)
+
+    monkeypatch.setattr(build, "_chunked", counting)
+    return seen
+
+
+def _config(docs: Path) -> dict[str, Any]:
+    return folder_config(docs, extract={"workers": 0})
+
+
+def _chunks(runs: Path, run_id: str) -> bytes:
+    return RunLayout(runs / run_id).chunks.read_bytes()
+
+
+def test_a_run_after_one_edit_chunks_only_the_changed_document(tmp_path: Path, chunked: list[str]):
+    docs = write_tree(tmp_path / "docs", DOCS)
+    runs = tmp_path / "runs"
+    first = api.pipeline_run(_config(docs), runs_dir=runs)
+    assert first.status == "completed" and len(chunked) == 4
+    (docs / "doc-2.md").write_text(DOCS["doc-2.md"] + "\n## Added\n\nA new section added by an edit.\n")
+    chunked.clear()
+    second = api.pipeline_run(_config(docs), runs_dir=runs, base=first.run_id)
+    assert second.status == "completed"
+    assert chunked == ["docs/doc-2.md"]
+    chunked.clear()
+    fresh_runs = tmp_path / "fresh"
+    fresh = api.pipeline_run(_config(docs), runs_dir=fresh_runs)  # an empty runs folder chunks everything
+    assert len(chunked) == 4
+    assert _chunks(runs, second.run_id) == _chunks(fresh_runs, fresh.run_id)
+
+
+def test_a_forced_normalize_chunks_every_document_again(tmp_path: Path, chunked: list[str]):
+    docs = write_tree(tmp_path / "docs", DOCS)
+    runs = tmp_path / "runs"
+    first = api.pipeline_run(_config(docs), runs_dir=runs)
+    before = _chunks(runs, first.run_id)
+    chunked.clear()
+    again = api.pipeline_run(_config(docs), runs_dir=runs, base=first.run_id, force=True)
+    assert len(chunked) == 4
+    assert _chunks(runs, again.run_id) == before
+
+
+def test_a_cached_document_comes_back_equal(tmp_path: Path):
+    from indexfoundry.models.records import ChunkContent, ChunkMetadata, ChunkPosition, ChunkSource, DocumentChunk
+    from indexfoundry.storage.workcache import WorkCache
+
+    chunk = DocumentChunk(
+        doc_id="d" * 64,
+        chunk_id="c" * 64,
+        chunk_index=0,
+        source=ChunkSource(type="markdown", uri="docs/a.md", content_hash="e" * 64),
+        content=ChunkContent(text="Some text", text_hash="f" * 64, char_count=9, token_count_approx=3),
+        position=ChunkPosition(byte_start=0, byte_end=9, line_start=1, line_end=1),
+        metadata=ChunkMetadata(content_type="text/markdown", heading_path=None),
+    )
+    one = build.ChunkedDocument(chunks=[chunk], hard_cuts=1, split_for_window=2)
+    with WorkCache.for_runs(tmp_path) as work:
+        cache = build.ChunkCache(work, "chunks/test")
+        cache.put_many({"key": one})
+        back = cache.get_many(["key", "missing"])
+    assert list(back) == ["key"]
+    assert back["key"] == one

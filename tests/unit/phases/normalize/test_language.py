@@ -62,3 +62,25 @@ def test_a_rerun_after_one_edit_detects_only_the_changed_chunk(tmp_path: Path, c
     assert _chunks(runs, second.run_id) == _chunks(fresh_runs, fresh.run_id)
     languages = {line for line in _chunks(runs, second.run_id).decode().split('"language":')[1:]}
     assert {v.split(",")[0] for v in languages} == {'"en"', '"de"', '"fr"'}
+
+
+def test_a_group_seen_before_takes_its_languages_without_a_look_at_its_texts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from indexfoundry.storage.workcache import WorkCache
+
+    texts = [PROSE["en.md"], "Short.", PROSE["de.md"]]
+    groups = ["a", "a", "b"]
+    with WorkCache.for_runs(tmp_path) as cache:
+        first = language.detect_grouped_languages(texts, groups, cache)
+        assert first == ["en", "en", "de"]  # the short text takes its document's language
+        sampled: list[str] = []
+        real = language._sample
+        monkeypatch.setattr(language, "_sample", lambda text: sampled.append(text) or real(text))
+        again = language.detect_grouped_languages([*texts, PROSE["fr.md"]], [*groups, "c"], cache)
+        assert again == ["en", "en", "de", "fr"]
+        assert sampled == [PROSE["fr.md"]]  # only the new group's text is read
+        # The same texts in another grouping are another key: nothing is taken for the wrong group.
+        sampled.clear()
+        assert language.detect_grouped_languages(texts, ["a", "b", "c"], cache)[1] is None
+        assert sampled == texts[:2]
