@@ -43,10 +43,11 @@ from indexfoundry.pipeline.runs import becomes_latest
 from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import deferred_sync, remove_stale_temp_files
 from indexfoundry.storage.clock import monotonic_ms, utc_now
+from indexfoundry.storage.filehashes import known_file_hashes
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import PHASES, RunLayout
 from indexfoundry.storage.manifest import (
-    artifact_record,
+    artifact_records,
     artifacts_verify,
     frozen_config,
     load_manifest,
@@ -279,13 +280,7 @@ def _completed(
     reused, new = outcome.reused, outcome.new
     if ctx.base_layout is not None:
         reused, new = phase.reuse_counts(ctx, reused, new, outcome.output_count)
-    artifacts = sorted(
-        (
-            artifact_record(ctx.layout, path, outcome.record_counts.get(path.relative_to(ctx.layout.root).as_posix()))
-            for path in outcome.artifacts
-        ),
-        key=lambda a: a.path,
-    )
+    artifacts = artifact_records(ctx.layout, outcome.artifacts, outcome.record_counts)
     done = running.model_copy(
         update={
             "status": "completed",
@@ -366,7 +361,8 @@ def execute(
     forced = set(force_phases)
     started = monotonic_ms()
     # Artifacts are made durable at the manifest commits, one sync each (storage/atomic.py).
-    with deferred_sync(), RunSession.open(layout) as session:
+    # File hashes known by stat (storage/filehashes.py): a rerun does not read unchanged files again.
+    with deferred_sync(), RunSession.open(layout) as session, known_file_hashes(layout.runs_dir):
         remove_stale_temp_files(layout.root)  # writes a SIGKILLed process never finished
         manifest = session.manifest
         frozen = frozen_config(config)
@@ -450,7 +446,8 @@ def _run_phases(
         manifest.current_phase = None
         if outcome.result.status == "failed":
             return results, True
-        session.commit()
+        if outcome.result.status != "skipped":  # a skipped phase changed nothing to commit
+            session.commit()
     return results, False
 
 

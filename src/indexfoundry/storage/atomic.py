@@ -17,6 +17,7 @@ import contextlib
 import contextvars
 import ctypes
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import orjson
 from pydantic import BaseModel
 
 from indexfoundry.storage.hashing import canonical_json
@@ -129,6 +131,31 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
         _fsync_dir(path.parent)
 
 
+def link_or_copy(source: Path, path: Path) -> None:
+    """Put the bytes of the finished file ``source`` (verified by the caller) at ``path``: a hard
+    link to ``source`` when the filesystem allows one (a run taking an unchanged file from its
+    base run writes no bytes), else an atomic copy. A ``path`` that already is ``source`` is left
+    alone. Either way ``path`` appears whole or not at all; artifacts are only ever replaced,
+    never written in place, so the two names never diverge."""
+    with contextlib.suppress(OSError):
+        if os.path.samefile(source, path):
+            return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        try:
+            os.link(source, path)
+        except FileExistsError:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.link.tmp")
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            os.link(source, tmp)
+            os.replace(tmp, path)
+    except OSError:  # no hard links here (another filesystem, a link limit): copy the bytes
+        atomic_write_bytes(path, source.read_bytes(), fsync=False)
+        return
+    _defer()  # the new name is made durable with the next commit's sync
+
+
 def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     """Write UTF-8 text atomically."""
     atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
@@ -174,9 +201,44 @@ def atomic_write_commit_json(path: Path, value: Any) -> None:
         deferred.pending = False
     token = _DEFERRED.set(None)
     try:
-        atomic_write_text(path, dump_json(value))
+        atomic_write_text(path, dump_commit_json(value))
     finally:
         _DEFERRED.reset(token)
+
+
+def dump_commit_json(value: Any) -> str:
+    """``dump_json``'s text, written by orjson (the manifest of a large run lists tens of thousands
+    of artifacts and is rewritten at every commit; the json module's indenting encoder is pure
+    Python). Values orjson writes differently (non-finite or very large or small floats, non-string
+    keys) go through ``dump_json``."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_none=True)
+    if not _orjson_safe(value):
+        return dump_json(value)
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode("utf-8") + "\n"
+
+
+def _orjson_safe(value: Any) -> bool:
+    """True when orjson writes ``value`` exactly as ``dump_json`` does (strings, ints, bools,
+    None, floats printed the same way, string-keyed objects, lists)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if not all(type(k) is str for k in item):
+                return False
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif not _orjson_scalar(item):
+            return False
+    return True
+
+
+def _orjson_scalar(item: Any) -> bool:
+    if isinstance(item, float):
+        return item == 0 or (math.isfinite(item) and 1e-4 <= abs(item) < 1e16)
+    return not (isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 1 << 63)
 
 
 def dump_json(value: Any) -> str:

@@ -18,6 +18,7 @@ from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.manifests import ArtifactRecord, PhaseName, RunManifest, Totals
 from indexfoundry.storage.artifacts import check_schema_version
 from indexfoundry.storage.atomic import atomic_write_json, read_json
+from indexfoundry.storage.filehashes import file_sha256, file_sha256_many
 from indexfoundry.storage.hashing import sha256_file
 from indexfoundry.storage.layout import RunLayout
 
@@ -37,16 +38,25 @@ def load_manifest(layout: RunLayout) -> RunManifest:
 
 def artifact_record(layout: RunLayout, path: Path, records: int | None = None) -> ArtifactRecord:
     """Hash an artifact for the manifest."""
-    return ArtifactRecord(path=path.relative_to(layout.root).as_posix(), sha256=sha256_file(path), records=records)
+    return ArtifactRecord(path=path.relative_to(layout.root).as_posix(), sha256=file_sha256(path), records=records)
+
+
+def artifact_records(layout: RunLayout, paths: list[Path], records: dict[str, int]) -> list[ArtifactRecord]:
+    """``artifact_record`` of many artifacts (sorted by path; ``records``: counts by relative path),
+    their hashes known by stat where the run's file hashes know them (``storage/filehashes.py``)."""
+    relative = [path.relative_to(layout.root).as_posix() for path in paths]
+    digests = file_sha256_many(paths)
+    out: list[ArtifactRecord] = []
+    for path, rel, digest in zip(paths, relative, digests, strict=True):
+        out.append(ArtifactRecord(path=rel, sha256=digest or sha256_file(path), records=records.get(rel)))
+    return sorted(out, key=lambda a: a.path)
 
 
 def artifacts_verify(layout: RunLayout, artifacts: list[ArtifactRecord]) -> bool:
-    """True if every recorded artifact exists with its recorded hash."""
-    for artifact in artifacts:
-        path = layout.root / artifact.path
-        if not path.is_file() or sha256_file(path) != artifact.sha256:
-            return False
-    return True
+    """True if every recorded artifact exists with its recorded hash (a file whose stat is
+    unchanged since it was last hashed is not read again: ``storage/filehashes.py``)."""
+    digests = file_sha256_many([layout.root / artifact.path for artifact in artifacts])
+    return all(digest == artifact.sha256 for digest, artifact in zip(digests, artifacts, strict=True))
 
 
 @contextlib.contextmanager

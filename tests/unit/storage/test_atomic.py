@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from indexfoundry.storage import atomic
-from indexfoundry.storage.atomic import atomic_write_jsonl, atomic_write_text, iter_jsonl
+from indexfoundry.storage.atomic import atomic_write_jsonl, atomic_write_text, iter_jsonl, link_or_copy
 
 
 def test_atomic_write_replaces_the_file_and_leaves_no_temp_files(tmp_path: Path):
@@ -72,3 +72,46 @@ def test_writes_outside_deferred_sync_fsync_each_file_and_its_folder(tmp_path: P
     calls = _recorded_syncs(monkeypatch)
     atomic_write_text(tmp_path / "a.txt", "one")
     assert calls == ["fsync", "fsync"]
+
+
+def test_link_or_copy_links_when_it_can_and_replaces_whole(tmp_path: Path):
+    source = tmp_path / "base" / "a.txt"
+    source.parent.mkdir()
+    source.write_bytes(b"same bytes")
+    target = tmp_path / "run" / "a.txt"
+    link_or_copy(source, target)
+    assert target.read_bytes() == b"same bytes" and os.path.samefile(source, target)
+    link_or_copy(source, target)  # already that file: nothing to do
+    other = tmp_path / "run" / "b.txt"
+    other.write_bytes(b"old")
+    link_or_copy(source, other)  # an existing name is replaced, never written in place
+    assert other.read_bytes() == b"same bytes" and os.path.samefile(source, other)
+    assert not list((tmp_path / "run").glob(".*.tmp"))
+
+
+def test_link_or_copy_copies_where_links_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    source = tmp_path / "a.txt"
+    source.write_bytes(b"bytes")
+
+    def no_links(*args: object, **kwargs: object) -> None:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_links)
+    target = tmp_path / "run" / "a.txt"
+    link_or_copy(source, target)
+    assert target.read_bytes() == b"bytes" and not os.path.samefile(source, target)
+
+
+def test_the_commit_json_is_the_pretty_json_byte_for_byte():
+    from indexfoundry.storage.atomic import dump_commit_json, dump_json
+
+    values = [
+        {"b": [1, 2.5, {"c": None, "é": "ü\u2028\x01"}], "a": {}, "e": [], "f": -0.0, "t": True},
+        {"tiny": 1e-7, "huge": 1e300, "big": 2**70},
+        [],
+        "text",
+    ]
+    for value in values:
+        assert dump_commit_json(value) == dump_json(value)
+    with pytest.raises(ValueError):
+        dump_commit_json({"nan": float("nan")})

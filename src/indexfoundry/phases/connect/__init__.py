@@ -36,8 +36,9 @@ from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, uni
 from indexfoundry.phases.connect.repo import local_repo, read_repo, repo_name, resolve_commit
 from indexfoundry.phases.connect.sniff import extension_for, sniff_content_type
 from indexfoundry.phases.connect.url import UrlJob
-from indexfoundry.storage.atomic import atomic_write_jsonl, fsync_file, new_temp_file
+from indexfoundry.storage.atomic import atomic_write_jsonl, fsync_file, link_or_copy, new_temp_file
 from indexfoundry.storage.clock import utc_now
+from indexfoundry.storage.filehashes import file_sha256_many
 from indexfoundry.storage.hashing import sha256_bytes, sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
 
@@ -93,17 +94,38 @@ def store_raw_file(
         raise
 
 
+def _stored_raw(layout: RunLayout, base: RunLayout | None, digest: str, ext: str) -> Path | None:
+    """``raw/<digest>.<ext>`` when this run already holds it, or it was hard-linked (else copied)
+    from the base run's: the scanned file is not copied again. None when neither holds it."""
+    target = layout.raw_file(digest, ext)
+    places = [target] if base is None else [target, base.raw_file(digest, ext)]
+    for place, found in zip(places, file_sha256_many(places), strict=True):
+        if found == digest:
+            if place != target:
+                link_or_copy(place, target)
+            return target
+    return None
+
+
 def copy_folder_files(
-    layout: RunLayout, source: FolderSource, scan: FolderScan, fetched_at: dict[str, str]
+    layout: RunLayout,
+    source: FolderSource,
+    scan: FolderScan,
+    fetched_at: dict[str, str],
+    base: RunLayout | None = None,
 ) -> tuple[list[RawRecord], list[tuple[str, IndexFoundryError]]]:
-    """Copy the files of a scanned folder into ``raw/``; unreadable files become errors."""
+    """Copy the files of a scanned folder into ``raw/`` (a file this run or its ``base`` run
+    already holds under its scanned hash is kept or hard-linked); unreadable files become errors."""
     errors: list[tuple[str, IndexFoundryError]] = list(scan.errors)
     out: list[RawRecord] = []
     for file in scan.files:
         ext = extension_for(file.content_type, file.relative_path)
         try:
-            digest, target = store_raw_file(
-                layout, file.path, ext, int(source.max_file_size_mb * 1024 * 1024), uri=file.uri
+            kept = _stored_raw(layout, base, file.sha256, ext)
+            digest, target = (
+                (file.sha256, kept)
+                if kept is not None
+                else store_raw_file(layout, file.path, ext, int(source.max_file_size_mb * 1024 * 1024), uri=file.uri)
             )
         except FileTooLarge as exc:
             errors.append((file.uri, exc))
@@ -276,7 +298,8 @@ class ConnectPhase(Phase):
         scan = self._scan(index, source)
         if isinstance(scan, IndexFoundryError):
             raise scan
-        records, errors = copy_folder_files(ctx.layout, source, scan, fetched_at)
+        base = None if ctx.force else ctx.base_layout
+        records, errors = copy_folder_files(ctx.layout, source, scan, fetched_at, base)
         for uri, error in errors:
             ctx.record_error(error, "connect", uri=uri)
         return records

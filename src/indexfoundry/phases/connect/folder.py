@@ -12,7 +12,7 @@ from wcmatch import glob as wglob
 from indexfoundry.errors import ConfigInvalid, FileTooLarge, IndexFoundryError, ParseError
 from indexfoundry.models.config import FolderSource
 from indexfoundry.phases.connect.sniff import sniff_content_type
-from indexfoundry.storage.hashing import sha256_file
+from indexfoundry.storage.filehashes import file_sha256
 
 _GLOB_FLAGS = wglob.GLOBSTAR | wglob.DOTGLOB | wglob.BRACE
 
@@ -103,7 +103,7 @@ def scan_folder(source: FolderSource) -> FolderScan:
                         )
                     )
                     continue
-                digest = sha256_file(real)
+                digest = file_sha256(real)  # by stat when unchanged since an earlier run hashed it
                 with real.open("rb") as handle:
                     head = handle.read(8192)
             except OSError as exc:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+import string
+import subprocess
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -41,15 +44,37 @@ def _pytesseract() -> Any:
     return pytesseract
 
 
+def _tesseract_cmd() -> str:
+    """The tesseract command pytesseract runs (its default until pytesseract is loaded)."""
+    loaded = sys.modules.get("pytesseract.pytesseract")
+    return str(getattr(loaded, "tesseract_cmd", "tesseract")) if loaded is not None else "tesseract"
+
+
 @lru_cache(maxsize=1)
 def tesseract_version() -> str | None:
-    """Installed tesseract version ('5.3.0'), or None when tesseract is not installed."""
-    pytesseract = _pytesseract()
+    """Installed tesseract version ('5.3.0'), or None when tesseract is not installed.
+
+    Asked of ``tesseract --version`` and read as pytesseract reads it, without importing
+    pytesseract: every extract fingerprint needs the version, and a run with no page to OCR
+    should not pay for loading the OCR library."""
+    from packaging.version import InvalidVersion, Version
+
     try:
-        return str(pytesseract.get_tesseract_version())
-    except pytesseract.TesseractNotFoundError:
+        output = subprocess.run(
+            [_tesseract_cmd(), "--version"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            check=True,
+            timeout=60,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
         return None
-    except (OSError, pytesseract.TesseractError):
+    text, *_ = output.decode("utf-8", "replace").lstrip(string.printable[10:]).partition(" ")
+    text, *_ = text.partition("-")
+    try:
+        return str(Version(text))
+    except InvalidVersion:
         return None
 
 

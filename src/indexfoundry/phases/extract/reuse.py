@@ -5,8 +5,10 @@ from the base run (or from the run's own last committed phase).
   folder files are only copied).
 - extract: a raw file with the same SHA-256 (and uri and per-source options) as in the base run,
   extracted there under the same extract config hash, phase version and extractor versions, is
-  not extracted again: its text files and document records are copied (``reuse_extracted``).
-- normalize: recomputed (cheap); unchanged chunks keep their ids, text and hashes.
+  not extracted again: its text files are hard-linked (or copied) and its document records
+  copied (``reuse_extracted``).
+- normalize: documents chunked by an earlier run come from the runs folder's work cache
+  (``phases/normalize/build.py``); unchanged chunks keep their ids, text and hashes.
 - index: the (model, text hash) embedding cache shared by the runs folder means unchanged
   chunks are never embedded again.
 
@@ -27,8 +29,9 @@ from indexfoundry.models.manifests import PhaseManifest
 from indexfoundry.models.records import ExtractedDocument, RawRecord
 from indexfoundry.phases.base import completed_phase
 from indexfoundry.storage.artifacts import read_artifact
-from indexfoundry.storage.atomic import atomic_write_bytes, iter_jsonl
-from indexfoundry.storage.hashing import sha256_bytes, sha256_json
+from indexfoundry.storage.atomic import iter_jsonl, link_or_copy
+from indexfoundry.storage.filehashes import file_sha256
+from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
 
 if TYPE_CHECKING:
@@ -146,24 +149,24 @@ def reuse_extracted(
         return False
     base = reuse_source(ctx)
     assert base is not None
-    copies: dict[Path, bytes] = {}
+    copies: dict[Path, Path] = {}
     for doc in docs:
         for rel in (doc.text_path, doc.pages_path):
             if rel is None:
                 continue
             expected = index.artifact_hashes.get(rel)
             try:
-                data = (base.root / rel).read_bytes()
+                # Verified against the base run's manifest (by stat when unchanged since hashed).
+                if expected is None or file_sha256(base.root / rel) != expected:
+                    return False
             except OSError:
                 return False
-            if expected is None or sha256_bytes(data) != expected:
-                return False
-            copies[ctx.layout.root / rel] = data
+            copies[ctx.layout.root / rel] = base.root / rel
     in_place = base.root == ctx.layout.root
-    for path, data in copies.items():
+    for path, source in copies.items():
         if path not in written:
             if not in_place:  # in place the file is already there, with the bytes just verified
-                atomic_write_bytes(path, data)
+                link_or_copy(source, path)  # a hard link to the base run's file where possible
             written.add(path)
     documents.extend(docs)
     warnings.extend(index.warnings.get(_raw_key(raw), []))

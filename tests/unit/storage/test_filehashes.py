@@ -1,0 +1,90 @@
+"""File hashes known by stat: an unchanged file is not read again, a changed one always is."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from indexfoundry.storage import filehashes
+from indexfoundry.storage.filehashes import FileHashes, file_sha256, file_sha256_many, known_file_hashes
+from indexfoundry.storage.hashing import sha256_bytes
+from indexfoundry.storage.workcache import WorkCache
+
+OLD_NS = 1_600_000_000 * 10**9  # a modification time long past: not racy
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    seen: list[Path] = []
+    real = filehashes.sha256_file
+
+    def counting(path: Path, *args: object) -> str:
+        seen.append(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(filehashes, "sha256_file", counting)
+    return seen
+
+
+def _old_file(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    os.utime(path, ns=(OLD_NS, OLD_NS))
+    return path
+
+
+def test_an_unchanged_file_is_read_once_and_a_changed_one_again(tmp_path: Path, reads: list[Path]):
+    a = _old_file(tmp_path / "a.txt", b"alpha")
+    with WorkCache.for_runs(tmp_path / "runs") as cache:
+        hashes = FileHashes(cache)
+        assert hashes.many([a, tmp_path / "missing"]) == [sha256_bytes(b"alpha"), None]
+        assert hashes.many([a]) == [sha256_bytes(b"alpha")]
+        assert reads == [a]
+        a.write_bytes(b"omega")  # same size, same inode
+        os.utime(a, ns=(OLD_NS + 1, OLD_NS + 1))  # any change of the modification time is seen
+        assert hashes.many([a]) == [sha256_bytes(b"omega")]
+        assert reads == [a, a]
+
+
+def test_a_hard_link_shares_the_entry_and_a_copy_does_not(tmp_path: Path, reads: list[Path]):
+    a = _old_file(tmp_path / "a.txt", b"alpha")
+    with WorkCache.for_runs(tmp_path / "runs") as cache:
+        hashes = FileHashes(cache)
+        hashes.many([a])
+        os.link(a, tmp_path / "b.txt")
+        copy = _old_file(tmp_path / "c.txt", b"alpha")
+        assert hashes.many([tmp_path / "b.txt", copy]) == [sha256_bytes(b"alpha")] * 2
+        assert reads == [a, copy]
+
+
+def test_a_recently_written_file_is_never_remembered(tmp_path: Path, reads: list[Path]):
+    fresh = tmp_path / "fresh.txt"
+    fresh.write_bytes(b"just now")
+    with WorkCache.for_runs(tmp_path / "runs") as cache:
+        hashes = FileHashes(cache)
+        hashes.many([fresh])
+        hashes.many([fresh])
+    assert reads == [fresh, fresh]
+
+
+def test_known_only_inside_the_block(tmp_path: Path, reads: list[Path]):
+    a = _old_file(tmp_path / "a.txt", b"alpha")
+    with known_file_hashes(tmp_path / "runs"):
+        assert file_sha256(a) == sha256_bytes(b"alpha")
+        assert file_sha256_many([a]) == [sha256_bytes(b"alpha")]
+    assert reads == [a]
+    assert file_sha256(a) == sha256_bytes(b"alpha")  # outside: read in full
+    assert reads == [a, a]
+    with pytest.raises(OSError):
+        file_sha256(tmp_path / "missing")
+
+
+def test_a_cache_that_cannot_be_opened_only_costs_reading(tmp_path: Path, reads: list[Path]):
+    a = _old_file(tmp_path / "a.txt", b"alpha")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / ".cache").write_text("not a folder")  # the work cache cannot be created
+    with known_file_hashes(runs):
+        assert file_sha256_many([a, a]) == [sha256_bytes(b"alpha")] * 2
+    assert reads == [a, a]
