@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from indexfoundry.errors import DISK_FULL_ERRNOS, ConfigInvalid, FileTooLarge, IndexFoundryError, ParseError
 from indexfoundry.models.config import (
@@ -28,19 +28,22 @@ from indexfoundry.models.config import (
 )
 from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version, shared_rows
-from indexfoundry.phases.connect.crawl import CrawlReport
 from indexfoundry.phases.connect.folder import FolderScan, scan_folder
-from indexfoundry.phases.connect.llms_txt import LlmsTxtReport, read_llms_txt
-from indexfoundry.phases.connect.net import FetchPolicy
-from indexfoundry.phases.connect.remote import FetchReport, RemoteConnector, unique_jobs
-from indexfoundry.phases.connect.repo import local_repo, read_repo, repo_name, resolve_commit
+from indexfoundry.phases.connect.report import FetchReport
 from indexfoundry.phases.connect.sniff import extension_for, sniff_content_type
-from indexfoundry.phases.connect.url import UrlJob
 from indexfoundry.storage.atomic import atomic_write_jsonl, fsync_file, link_or_copy, new_temp_file
 from indexfoundry.storage.clock import utc_now
 from indexfoundry.storage.filehashes import file_sha256_many
 from indexfoundry.storage.hashing import sha256_bytes, sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
+
+if TYPE_CHECKING:
+    from indexfoundry.phases.connect.crawl import CrawlReport
+    from indexfoundry.phases.connect.llms_txt import LlmsTxtReport
+    from indexfoundry.phases.connect.url import UrlJob
+
+# The network side (httpx, the HTML parser, the crawler, git) is imported by the sources that
+# use it, when they are read: a run over folders never loads it.
 
 
 def store_raw_bytes(layout: RunLayout, data: bytes, ext: str) -> tuple[str, Path]:
@@ -212,6 +215,8 @@ class ConnectPhase(Phase):
                 hashes.extend(sha256_json({"uri": f.uri, "sha256": f.sha256}) for f in scan.files)
                 hashes.extend(sha256_json({"uri": uri, "error": e.code}) for uri, e in scan.errors)
             elif isinstance(source, RepoSource) and source.path is not None:
+                from indexfoundry.phases.connect.repo import local_repo, resolve_commit
+
                 try:
                     commit = resolve_commit(local_repo(source), source.ref)
                 except IndexFoundryError as error:
@@ -305,6 +310,9 @@ class ConnectPhase(Phase):
         return records
 
     def _run_repo(self, ctx: PhaseContext, source: RepoSource, fetched_at: dict[str, str]) -> list[RawRecord]:
+        from indexfoundry.phases.connect.net import FetchPolicy
+        from indexfoundry.phases.connect.repo import read_repo, repo_name
+
         policy = FetchPolicy.from_config(ctx.config.connect, ctx.global_config)
         read = read_repo(ctx.layout, source, policy)
         for uri, error in read.errors:
@@ -329,6 +337,11 @@ class ConnectPhase(Phase):
 
     def _run_remote(self, ctx: PhaseContext, sources: list[Any]) -> tuple[FetchReport, int]:
         """Discover sitemap pages, then fetch every URL conditionally against the previous state."""
+        from indexfoundry.phases.connect.llms_txt import read_llms_txt
+        from indexfoundry.phases.connect.net import FetchPolicy
+        from indexfoundry.phases.connect.remote import RemoteConnector, unique_jobs
+        from indexfoundry.phases.connect.url import UrlJob
+
         connect = ctx.config.connect
         policy = FetchPolicy.from_config(connect, ctx.global_config)
         jobs: list[UrlJob] = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
 
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import CrawlSource, RenderOptions
@@ -17,6 +16,7 @@ from indexfoundry.models.records import RawRecord
 from indexfoundry.phases.connect.browser import BrowserRenderer
 from indexfoundry.phases.connect.crawl import Crawler, CrawlReport
 from indexfoundry.phases.connect.net import Fetcher, FetchPolicy, HttpStatusError
+from indexfoundry.phases.connect.report import FetchReport as FetchReport  # re-exported
 from indexfoundry.phases.connect.robots import RobotsCache
 from indexfoundry.phases.connect.sitemap import SitemapDiscovery, discover
 from indexfoundry.phases.connect.url import UrlJob, UrlResult, fetch_url, reusable_artifact
@@ -38,19 +38,6 @@ def previous_remote_state(layout: RunLayout, base: RunLayout | None) -> dict[str
     """ETag/Last-Modified state to revalidate against: the base run's, else this run's own."""
     records = load_raw_manifest(base if base is not None else layout)
     return {r.uri: r for r in records if r.source_kind in REMOTE_KINDS and "://" in r.uri}
-
-
-@dataclass
-class FetchReport:
-    """Outcome of fetching a batch of URLs."""
-
-    results: list[UrlResult] = field(default_factory=list)
-    errors: list[tuple[str, IndexFoundryError]] = field(default_factory=list)
-    # Previous records kept because their URL failed in a way that may pass later.
-    stale: list[RawRecord] = field(default_factory=list)
-
-    def count(self, status: str) -> int:
-        return sum(1 for r in self.results if r.status == status)
 
 
 def unique_jobs(jobs: Iterable[UrlJob]) -> list[UrlJob]:
