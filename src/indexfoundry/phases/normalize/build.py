@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -382,6 +382,9 @@ class ChunkCache:
     work: WorkCache
     kind: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", f"{self.kind}/{'+'.join(_COUNTERS)}")
+
     def get_many(self, keys: list[str]) -> dict[str, ChunkedDocument]:
         return {key: _from_cached(value) for key, value in self.work.get_many(self.kind, keys).items()}
 
@@ -389,20 +392,18 @@ class ChunkCache:
         self.work.put_many(self.kind, {key: _to_cached(one) for key, one in items.items()})
 
 
+# The counters of a chunked document besides its chunks (every field but ``chunks`` and ``error``):
+# their names are part of the cache kind, so a counter added later never reads as 0 from an old row.
+_COUNTERS = tuple(f.name for f in fields(ChunkedDocument) if f.name not in ("chunks", "error"))
+
+
 def _to_cached(one: ChunkedDocument) -> dict[str, Any]:
-    return {
-        "chunks": [c.model_dump(mode="json") for c in one.chunks],
-        "hard_cuts": one.hard_cuts,
-        "split_for_window": one.split_for_window,
-    }
+    return {"chunks": [c.model_dump(mode="json") for c in one.chunks], **{n: getattr(one, n) for n in _COUNTERS}}
 
 
 def _from_cached(value: dict[str, Any]) -> ChunkedDocument:
-    return ChunkedDocument(
-        chunks=[DocumentChunk.model_validate(c) for c in value["chunks"]],
-        hard_cuts=value["hard_cuts"],
-        split_for_window=value["split_for_window"],
-    )
+    chunks = [DocumentChunk.model_validate(c) for c in value["chunks"]]
+    return ChunkedDocument(chunks=chunks, **{n: value[n] for n in _COUNTERS})
 
 
 def _memo_key(layout: RunLayout, job: ChunkFileJob) -> str:

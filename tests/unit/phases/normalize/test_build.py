@@ -137,7 +137,7 @@ def test_a_cached_document_comes_back_equal(tmp_path: Path):
         position=ChunkPosition(byte_start=0, byte_end=9, line_start=1, line_end=1),
         metadata=ChunkMetadata(content_type="text/markdown", heading_path=None),
     )
-    one = build.ChunkedDocument(chunks=[chunk], hard_cuts=1, split_for_window=2)
+    one = build.ChunkedDocument(chunks=[chunk], hard_cuts=1, split_for_window=2, content_free=3)
     with WorkCache.for_runs(tmp_path) as work:
         cache = build.ChunkCache(work, "chunks/test")
         cache.put_many({"key": one})
