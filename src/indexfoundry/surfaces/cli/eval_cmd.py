@@ -96,6 +96,32 @@ MinOverlap = typer.Option(
 )
 
 
+EmbeddingModel = typer.Option(
+    "local", "--embedding-model", help="Embedding model for indexing a BEIR folder ('hash' for keyword-only)."
+)
+Rankings = typer.Option(
+    None, "--rankings", help="Write every mode's ranked document ids here (TREC run format, tag = mode)."
+)
+Minimum = typer.Option(
+    [],
+    "--min",
+    help="METRIC=VALUE or MODE:METRIC=VALUE (repeatable): exit 1 when a metric is below it.",
+)
+Reranker = typer.Option(
+    None,
+    "--reranker",
+    help="Rerank every mode's candidates: cross-encoder:<folder> | cohere:<model> | http:<base_url>.",
+    show_default=False,
+)
+RerankTopK = typer.Option(50, "--rerank-top-k", min=1, max=1000, help="Candidates reranked.")
+Record = typer.Option(
+    False,
+    "--record",
+    help="Record the metrics into the evaluated run (logs/evals.ndjson): the runs dashboard "
+    "(/runs of the HTTP server) charts them over time.",
+)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def evaluate(
@@ -113,30 +139,12 @@ def register(app: typer.Typer) -> None:
         run_id: str | None = typer.Option(None, "--run-id", help="Evaluate this existing run instead."),
         queries: Path | None = typer.Option(None, "--queries", help="Queries (BEIR queries.jsonl or qid<TAB>text)."),
         qrels: Path | None = typer.Option(None, "--qrels", help="Judgements (BEIR qrels TSV or TREC qrels)."),
-        embedding_model: str = typer.Option(
-            "local", "--embedding-model", help="Embedding model for indexing a BEIR folder ('hash' for keyword-only)."
-        ),
-        rankings: Path | None = typer.Option(
-            None, "--rankings", help="Write every mode's ranked document ids here (TREC run format, tag = mode)."
-        ),
-        minimum: list[str] = typer.Option(
-            [],
-            "--min",
-            help="METRIC=VALUE or MODE:METRIC=VALUE (repeatable): exit 1 when a metric is below it.",
-        ),
-        reranker: str | None = typer.Option(
-            None,
-            "--reranker",
-            help="Rerank every mode's candidates: cross-encoder:<folder> | cohere:<model> | http:<base_url>.",
-            show_default=False,
-        ),
-        rerank_top_k: int = typer.Option(50, "--rerank-top-k", min=1, max=1000, help="Candidates reranked."),
-        record: bool = typer.Option(
-            False,
-            "--record",
-            help="Record the metrics into the evaluated run (logs/evals.ndjson): the runs dashboard "
-            "(/runs of the HTTP server) charts them over time.",
-        ),
+        embedding_model: str = EmbeddingModel,
+        rankings: Path | None = Rankings,
+        minimum: list[str] = Minimum,
+        reranker: str | None = Reranker,
+        rerank_top_k: int = RerankTopK,
+        record: bool = Record,
         json_out: bool = Json,
     ) -> None:
         """Measure each search mode: nDCG@10, recall@100 and MRR@10 on judged queries (BEIR), or
