@@ -23,8 +23,9 @@ from indexfoundry.phases.base import NullProgress
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.phases.index.workers import EmbedBatch, EmbedOnWorker, embed_batch
 from indexfoundry.storage.atomic import atomic_write_jsonl
-from indexfoundry.storage.hashing import sha256_text
+from indexfoundry.storage.hashing import sha256_json, sha256_text
 from indexfoundry.storage.layout import RunLayout, cache_dir
+from indexfoundry.storage.workcache import WorkCache
 
 
 def encode_vector(vector: Vectors) -> str:
@@ -116,20 +117,46 @@ class Embedded:
 
 
 def chunk_windows(
-    chunks: list[DocumentChunk], texts: dict[str, str], model_id: str, config: IndexConfig
+    chunks: list[DocumentChunk],
+    texts: dict[str, str],
+    model_id: str,
+    config: IndexConfig,
+    cache: WorkCache | None = None,
 ) -> dict[str, list[str]]:
     """chunk id -> texts of its windows after the first, for chunks longer than the model's
-    window (``index.long_chunks: windows`` and a model whose window is known); else empty."""
+    window (``index.long_chunks: windows`` and a model whose window is known); else empty. With
+    ``cache`` (the runs folder's work cache) a chunk split by an earlier run is not tokenized again."""
     window = model_window(model_id)
     if config.long_chunks != "windows" or window is None:
         return {}
     split = local_window_texts(window)
+    keys = {c.chunk_id: sha256_json([texts[c.chunk_id], c.content.text]) for c in chunks} if cache else {}
+    kind = windows_cache_kind(window)
+    stored = cache.get_many(kind, keys.values()) if cache is not None else {}
+    fresh: dict[str, list[str]] = {}
     out: dict[str, list[str]] = {}
     for c in chunks:
-        found = split(texts[c.chunk_id], c.content.text)
+        known = stored.get(keys[c.chunk_id]) if cache is not None else None
+        if isinstance(known, list):
+            found = [str(t) for t in known]
+        else:
+            found = split(texts[c.chunk_id], c.content.text)
+            if cache is not None:
+                fresh[keys[c.chunk_id]] = found
         if found:
             out[c.chunk_id] = found
+    if cache is not None:
+        cache.put_many(kind, fresh)
     return out
+
+
+def windows_cache_kind(window: int) -> str:
+    """What a chunk's window texts depend on besides its texts: the tokenizer, the window and the
+    splitting rule (this version of IndexFoundry)."""
+    from indexfoundry import __version__
+    from indexfoundry.backends.embedding.onnx_fp32 import local_tokenizer_id
+
+    return f"windows/{local_tokenizer_id()}/{window}/indexfoundry-{__version__}"
 
 
 def embed_chunks(
@@ -145,7 +172,8 @@ def embed_chunks(
     texts = {c.chunk_id: c.embedding_text() for c in chunks}
     hashes = {cid: sha256_text(text) for cid, text in texts.items()}
     texts_by_hash = {hashes[cid]: text for cid, text in texts.items()}
-    extra = chunk_windows(chunks, texts, embedder.model_id, config)
+    with WorkCache.for_runs(layout.runs_dir) as work:  # window splits of earlier runs
+        extra = chunk_windows(chunks, texts, embedder.model_id, config, work)
     windows = {cid: [sha256_text(t) for t in found] for cid, found in extra.items()}
     for cid, found in extra.items():
         texts_by_hash.update(zip(windows[cid], found, strict=True))

@@ -119,10 +119,11 @@ class NormalizePhase(Phase):
             chunks, report = dedupe_chunks(result.chunks, options)
         else:
             chunks, report = result.chunks, no_dedupe_report(len(result.chunks))
-        with WorkCache.for_runs(ctx.runs_dir) as cache:  # languages detected by earlier runs
+        with WorkCache.for_runs(ctx.runs_dir) as cache:  # languages and token counts of earlier runs
             chunks, enrichment = enrich_chunks(chunks, rules, detect, cache)
-        stats["chunks_after_dedupe"] = len(chunks)
-        stats.update(window_stats(window, [c.embedding_text() for c in chunks], result.split_for_window))
+            stats["chunks_after_dedupe"] = len(chunks)
+            texts = [c.embedding_text() for c in chunks]
+            stats.update(window_stats(window, texts, result.split_for_window, None if ctx.force else cache))
         over = stats.get("chunks_over_window")
         windowed = windows_embedded(ctx.config.index)
         if over and windowed:

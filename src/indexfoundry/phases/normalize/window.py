@@ -19,7 +19,9 @@ from dataclasses import dataclass, replace
 from indexfoundry.backends.embedding.windows import model_window
 from indexfoundry.models.config import IndexConfig, NormalizeConfig
 from indexfoundry.phases.normalize.packing import Span, merge_atoms, split_atoms, trimmed
+from indexfoundry.storage.hashing import sha256_text
 from indexfoundry.storage.memo import Memo, memos_enabled
+from indexfoundry.storage.workcache import WorkCache
 
 _SEPARATORS = ["\n\n", "\n", ". ", "; ", ", ", " "]
 # Part marker wide enough for any section: reserved while a split piece is measured.
@@ -123,11 +125,14 @@ def fit_spans(text: str, spans: list[Span], window: TokenWindow) -> tuple[list[S
     return _renumber(out, split), sum(1 for s, c in zip(spans, counts, strict=True) if c > window.max_tokens)
 
 
-def window_stats(window: TokenWindow | None, texts: list[str], split: int) -> dict[str, object]:
-    """``chunk_stats.json``'s window figures over the final chunks' embedded texts."""
+def window_stats(
+    window: TokenWindow | None, texts: list[str], split: int, cache: WorkCache | None = None
+) -> dict[str, object]:
+    """``chunk_stats.json``'s window figures over the final chunks' embedded texts (with ``cache``,
+    the runs folder's work cache, a text counted by an earlier run is not counted again)."""
     if window is None:
         return {}
-    counts = _counted(window, texts) if texts else []
+    counts = _counted(window, texts, cache) if texts else []
     return {
         "token_window": window.describe(),
         "chunks_over_window": sum(1 for c in counts if c > window.max_tokens),
@@ -141,12 +146,23 @@ def window_stats(window: TokenWindow | None, texts: list[str], split: int) -> di
 _count_memo: Memo[int] = Memo(50_000)
 
 
-def _counted(window: TokenWindow, texts: list[str]) -> list[int]:
+def _counted(window: TokenWindow, texts: list[str], cache: WorkCache | None = None) -> list[int]:
     keys = [f"{window.tokenizer}\n{text}" for text in texts] if memos_enabled() else []
     known = _count_memo.get_many(keys) if keys else {}
     todo = [i for i in range(len(texts)) if not keys or keys[i] not in known]
-    fresh = window.count([texts[i] for i in todo]) if todo else []
-    counted = dict(zip(todo, fresh, strict=True))
+    counted: dict[int, int] = {}
+    if cache is not None and todo:  # counted by an earlier run: by the tokenizer and the text's hash
+        kind = f"tokens/{window.tokenizer}"
+        hashes = {i: sha256_text(texts[i]) for i in todo}
+        stored = cache.get_many(kind, hashes.values())
+        counted = {i: stored[h] for i, h in hashes.items() if isinstance(stored.get(h), int)}
+        todo = [i for i in todo if i not in counted]
+        fresh = window.count([texts[i] for i in todo]) if todo else []
+        cache.put_many(kind, {hashes[i]: n for i, n in zip(todo, fresh, strict=True)})
+    else:
+        fresh = window.count([texts[i] for i in todo]) if todo else []
+    counted.update(zip(todo, fresh, strict=True))
+    todo = sorted(counted)
     if keys:
         _count_memo.put_many({keys[i]: counted[i] for i in todo})
     return [counted[i] if i in counted else known[keys[i]] for i in range(len(texts))]

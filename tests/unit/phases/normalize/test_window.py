@@ -120,3 +120,23 @@ def test_with_memos_on_window_stats_count_only_texts_not_counted_before_and_give
     finally:
         disable_memos()
     assert counted == [*first, "five six seven eight nine"]  # the second call counted only the new text
+
+
+def test_with_the_work_cache_window_stats_count_only_texts_no_earlier_run_counted(tmp_path):
+    from indexfoundry.storage.workcache import WorkCache
+
+    counted: list[str] = []
+
+    def counting(texts: list[str]) -> list[int]:
+        counted.extend(texts)
+        return words(texts)
+
+    window = TokenWindow(max_tokens=5, tokenizer="words-cached", count=counting)
+    first, second = ["one two", "one two three four"], ["one two", "one two three four", "five six seven eight nine"]
+    plain = window_stats(window, second, 0)
+    counted.clear()
+    with WorkCache.for_runs(tmp_path) as cache:
+        assert window_stats(window, first, 0, cache)["chunks_over_window"] == 1
+    with WorkCache.for_runs(tmp_path) as cache:  # another run, another process: the same cache file
+        assert window_stats(window, second, 0, cache) == plain
+    assert counted == [*first, "five six seven eight nine"]
