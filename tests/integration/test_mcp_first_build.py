@@ -14,7 +14,7 @@ import pytest
 from mcp.client import Client
 
 from indexfoundry import api
-from indexfoundry.app.docs_index import docs_config
+from indexfoundry.app.docs_index import DocsIndex, docs_config
 from indexfoundry.errors import RunNotFound
 from indexfoundry.pipeline.runs import list_runs
 from indexfoundry.storage.layout import RunLayout
@@ -103,6 +103,27 @@ def test_search_answers_while_the_first_build_runs_says_so_and_streams_its_progr
         assert mine["outputs"] == other["outputs"], phase
     assert ours.chunks.read_bytes() == theirs.chunks.read_bytes()
     assert ours.embeddings.read_bytes() == theirs.embeddings.read_bytes()
+
+
+def test_a_query_arriving_as_the_server_starts_answers_from_the_first_build_not_after_it(tree, runs_dir: Path):
+    # The moment between the build thread's start and its first build beginning: a query there
+    # must wait for that build to begin (and read it), not take the index lock and wait for all of it.
+    docs = tree({**SAMPLE_DOCS, **_topics(40)})
+    embedder = GatedEmbedder(BUILD_THREAD, open_batches=1)
+    index = DocsIndex(docs, runs_dir, embedding_model="hash", embedder=embedder)
+    try:
+        thread = index.start_build(BUILD_THREAD)
+        build = index.first_build()  # asked at once, before the thread has done anything
+        assert build is not None and build.run_id
+        assert embedder.waiting.wait(60), "the build never embedded"
+        assert index.first_build() is build and thread.is_alive()
+        embedder.gate.set()
+        thread.join(120)
+        assert not thread.is_alive() and index.first_build() is None
+        assert index.default_run() == build.run_id == api.resolve_run_id(runs_dir, "latest")
+    finally:
+        embedder.gate.set()
+        index.stop()
 
 
 @pytest.mark.slow

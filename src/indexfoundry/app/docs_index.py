@@ -136,6 +136,11 @@ class DocsIndex:
         # previous run and say how stale it is, instead of waiting for the build.
         self._building_since: float | None = None
         self._first: FirstBuild | None = None
+        # Cleared while a background build (start_build) has not yet either found the folder's
+        # run or begun a first build: queries wait for that moment instead of racing the build
+        # for the index lock (which would make them wait for the whole first build).
+        self._settled = threading.Event()
+        self._settled.set()
         self._locked: set[str] = set()  # unfinished runs another server holds
         # One executor for the server's lifetime: its pool of limited worker processes (extract
         # and normalize jobs) stays warm between refreshes; closed by stop().
@@ -201,6 +206,7 @@ class DocsIndex:
         run_id = self.unfinished_run() or new_run_id()
         build = FirstBuild(RunLayout(self.runs_dir / run_id), self.folder.name, self.progress, self.embedder)
         self._first = build
+        self._settled.set()
         try:
             return self._built(api.pipeline_run(self.config, run_id=run_id, **{**kwargs, "progress": build}))
         except RunLocked:
@@ -226,6 +232,7 @@ class DocsIndex:
 
     def first_build(self) -> FirstBuild | None:
         """The first build under way, if one is (queries may answer from what it has indexed)."""
+        self._settled.wait()
         return self._first
 
     def _built(self, out: PipelineRunOutput) -> str:
@@ -279,6 +286,7 @@ class DocsIndex:
         """The run to answer from. While a (re)build runs, the previous run answers at once (a
         query never waits for a rebuild when there is something to serve); only the very first
         build over a folder with no earlier run is waited for."""
+        self._settled.wait()
         if self._lock.acquire(blocking=False):
             try:
                 return self.ensure_fresh()
@@ -299,6 +307,24 @@ class DocsIndex:
             f"The index of {self.folder.name} is being rebuilt after a change (for {time.monotonic() - since:.0f}s); "
             f"this answer is from the previous run {run_id} and may miss the latest edits."
         )
+
+    def start_build(self, name: str = "indexfoundry-docs-build") -> threading.Thread:
+        """Find or build the folder's run in a background thread (a server's start). Until that
+        build has found a run or begun a first build, ``first_build`` and ``default_run`` wait,
+        so a query arriving at once answers from the first build instead of starting its own."""
+        self._settled.clear()
+
+        def build() -> None:
+            try:
+                log.info("serving docs run %s", self.ensure_fresh())
+            except IndexFoundryError as error:
+                log.error("indexing %s failed: %s", self.folder, error.one_line())
+            finally:
+                self._settled.set()
+
+        thread = threading.Thread(target=build, name=name, daemon=True)
+        thread.start()
+        return thread
 
     # ------------------------------------------------------------- watching
     def start_watching(self) -> None:

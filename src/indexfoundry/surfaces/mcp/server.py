@@ -218,7 +218,7 @@ def _lifespan(
             if options.watch:
                 registry.start_refreshing()
         if docs is not None:
-            threading.Thread(target=_initial_build, args=(docs,), name="indexfoundry-docs-build", daemon=True).start()
+            docs.start_build()
             if options.watch:
                 docs.start_watching()
         try:
@@ -318,14 +318,6 @@ class StaticTokenVerifier:
         if tokens_equal(token, self._token):
             return AccessToken(token="static", client_id="indexfoundry-token", scopes=[])
         return None
-
-
-def _initial_build(docs: DocsIndex) -> None:
-    try:
-        run_id = docs.ensure_fresh()
-        log.info("serving docs run %s", run_id)
-    except IndexFoundryError as error:
-        log.error("indexing %s failed: %s", docs.folder, error.one_line())
 
 
 def _build_libraries(registry: LibraryRegistry) -> None:
