@@ -108,6 +108,7 @@ class ChromaStore:
                 path = Path(conn.get("path", default_path))
                 path.mkdir(parents=True, exist_ok=True)
                 self.client = chromadb.PersistentClient(path=str(path), settings=settings)
+        self._embedded = "host" not in conn
         self._collection: Any = None
 
     # ids: namespaced in the store, chunk ids outside
@@ -285,7 +286,11 @@ class ChromaStore:
             return 1000
 
     def close(self) -> None:
-        return None
+        """Release an embedded store's files (chromadb counts its clients per folder and stops
+        the folder's system, writing what it holds, when the last one closes); a server's
+        pooled client stays open for the next request."""
+        if self._embedded:
+            self.client.close()
 
 
 def open_store(config: VectorDbConfig, layout: RunLayout) -> ChromaStore:

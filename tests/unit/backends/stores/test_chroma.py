@@ -42,3 +42,23 @@ def test_query_scores_ranks_as_query_does_and_keeps_namespaces_apart(tmp_path: P
                 assert [i for i, _ in got] == [i for i, _ in expected]
                 assert np.allclose([s for _, s in got], [s for _, s in expected])
                 assert {i for i, _ in got} <= own and len(got) == min(k, 65)
+
+
+def test_closing_the_last_store_on_a_folder_releases_its_system_and_a_reopened_store_reads_it(tmp_path: Path):
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    first, second = _store(tmp_path, None), _store(tmp_path, None)
+    ids = _ids("c", 20)
+    vectors = np.eye(20, 8, dtype=np.float32) + 0.01
+    first.upsert(ids, vectors, None, [{"doc_id": "d"} for _ in ids])
+    folder = first.client._identifier  # chromadb keeps one system per folder, shared by its clients
+    first.close()
+    assert folder in SharedSystemClient._identifier_to_system  # the second store still uses it
+    assert len(second.all_ids()) == 20
+    second.close()
+    assert folder not in SharedSystemClient._identifier_to_system  # a long-lived server keeps no old run open
+    reopened = _store(tmp_path, None)
+    try:
+        assert sorted(reopened.all_ids()) == sorted(ids)
+    finally:
+        reopened.close()
