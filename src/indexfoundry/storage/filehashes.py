@@ -10,7 +10,8 @@ stat unchanged), so it is read again next time. Content ids stay content hashes:
 the hash that reading the file would give; deleting ``.cache`` only costs time.
 
 ``known_file_hashes(runs_dir)`` turns it on for the block (the runner opens it for a pipeline
-run); ``file_sha256`` and ``file_sha256_many`` read the files in full outside one.
+run); ``file_sha256`` and ``file_sha256_many`` read the files in full outside one. Callers with
+many files ask ``file_sha256_many`` once for all of them: each call is one query of the cache.
 """
 
 from __future__ import annotations
@@ -41,14 +42,19 @@ class FileHashes:
     def __init__(self, cache: WorkCache | None) -> None:
         self.cache = cache
 
-    def many(self, paths: Sequence[Path]) -> list[str | None]:
-        """The SHA-256 of each path (None: not a regular file, or unreadable)."""
+    def many(self, paths: Sequence[Path], stats: Sequence[os.stat_result] | None = None) -> list[str | None]:
+        """The SHA-256 of each path (None: not a regular file, or unreadable), the hashes this
+        cache knows looked up in one batch; ``stats``: the paths' ``os.stat`` when the caller
+        just took it (not taken again)."""
         infos: list[os.stat_result | None] = []
-        for path in paths:
-            try:
-                info = os.stat(path)
-            except OSError:
-                info = None
+        for index, path in enumerate(paths):
+            if stats is not None:
+                info: os.stat_result | None = stats[index]
+            else:
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    info = None
             infos.append(info if info is not None and stat.S_ISREG(info.st_mode) else None)
         keys = [_key(info) if info is not None else None for info in infos]
         known = self._known([k for k in keys if k])
@@ -110,9 +116,11 @@ def known_file_hashes(runs_dir: Path) -> Iterator[FileHashes]:
                 cache.close()
 
 
-def file_sha256_many(paths: Sequence[Path]) -> list[str | None]:
-    """The SHA-256 of each path (None: missing or not a regular file), by stat where known."""
-    return (_ACTIVE.get() or FileHashes(None)).many(paths)
+def file_sha256_many(paths: Sequence[Path], stats: Sequence[os.stat_result] | None = None) -> list[str | None]:
+    """The SHA-256 of each path (None: missing or not a regular file), by stat where known: one
+    look-up of the work cache for all of them (a scan of 20,000 files asks once, not 20,000
+    times). ``stats``: each path's ``os.stat``, when the caller has just taken it."""
+    return (_ACTIVE.get() or FileHashes(None)).many(paths, stats)
 
 
 def file_sha256(path: Path) -> str:

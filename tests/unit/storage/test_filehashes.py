@@ -88,3 +88,29 @@ def test_a_cache_that_cannot_be_opened_only_costs_reading(tmp_path: Path, reads:
     with known_file_hashes(runs):
         assert file_sha256_many([a, a]) == [sha256_bytes(b"alpha")] * 2
     assert reads == [a, a]
+
+
+def test_a_folder_scan_looks_its_hashes_up_in_one_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from indexfoundry.models.config import FolderSource
+    from indexfoundry.phases.connect.folder import scan_folder
+
+    folder = tmp_path / "docs"
+    for n in range(30):
+        (folder / f"part{n % 3}").mkdir(parents=True, exist_ok=True)
+        _old_file(folder / f"part{n % 3}" / f"doc{n:02d}.md", f"# Doc {n}\n\nText {n}.\n".encode())
+    queries: list[int] = []
+    real_get = WorkCache.get_many
+
+    def counted(self: WorkCache, kind: str, keys: object) -> dict[str, object]:
+        queries.append(1)
+        return real_get(self, kind, keys)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(WorkCache, "get_many", counted)
+    source = FolderSource(type="folder", path=str(folder), glob="**/*.md")
+    with known_file_hashes(tmp_path / "runs"):
+        first = scan_folder(source)
+        assert len(queries) == 1
+        again = scan_folder(source)
+    assert len(queries) == 2  # one per scan, not one per file
+    assert [f.sha256 for f in again.files] == [f.sha256 for f in first.files]
+    assert len(first.files) == 30 and first.files[0].sha256 == sha256_bytes(b"# Doc 0\n\nText 0.\n")

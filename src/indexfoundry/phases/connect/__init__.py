@@ -97,17 +97,26 @@ def store_raw_file(
         raise
 
 
-def _stored_raw(layout: RunLayout, base: RunLayout | None, digest: str, ext: str) -> Path | None:
-    """``raw/<digest>.<ext>`` when this run already holds it, or it was hard-linked (else copied)
-    from the base run's: the scanned file is not copied again. None when neither holds it."""
-    target = layout.raw_file(digest, ext)
-    places = [target] if base is None else [target, base.raw_file(digest, ext)]
-    for place, found in zip(places, file_sha256_many(places), strict=True):
-        if found == digest:
-            if place != target:
-                link_or_copy(place, target)
-            return target
-    return None
+def _stored_raws(
+    layout: RunLayout, base: RunLayout | None, wanted: list[tuple[str, str]]
+) -> list[tuple[Path, Path | None] | None]:
+    """For each (digest, ext): ``(raw/<digest>.<ext>, None)`` when this run already holds it,
+    ``(that path, the base run's file)`` when the base run does (to hard-link, else copy), so the
+    scanned file is not copied again; None when neither holds it. The hashes are looked up in two
+    batches (this run's, then the base run's for the rest), not once per file."""
+    targets = [layout.raw_file(digest, ext) for digest, ext in wanted]
+    found: list[tuple[Path, Path | None] | None] = [
+        (target, None) if held == digest else None
+        for target, held, (digest, _ext) in zip(targets, file_sha256_many(targets), wanted, strict=True)
+    ]
+    missing = [i for i, kept in enumerate(found) if kept is None]
+    if base is None or not missing:
+        return found
+    places = [base.raw_file(*wanted[i]) for i in missing]
+    for i, place, held in zip(missing, places, file_sha256_many(places), strict=True):
+        if held == wanted[i][0]:
+            found[i] = (targets[i], place)
+    return found
 
 
 def copy_folder_files(
@@ -121,15 +130,17 @@ def copy_folder_files(
     already holds under its scanned hash is kept or hard-linked); unreadable files become errors."""
     errors: list[tuple[str, IndexFoundryError]] = list(scan.errors)
     out: list[RawRecord] = []
-    for file in scan.files:
-        ext = extension_for(file.content_type, file.relative_path)
+    exts = [extension_for(file.content_type, file.relative_path) for file in scan.files]
+    stored = _stored_raws(layout, base, [(file.sha256, ext) for file, ext in zip(scan.files, exts, strict=True)])
+    for file, ext, kept in zip(scan.files, exts, stored, strict=True):
         try:
-            kept = _stored_raw(layout, base, file.sha256, ext)
-            digest, target = (
-                (file.sha256, kept)
-                if kept is not None
-                else store_raw_file(layout, file.path, ext, int(source.max_file_size_mb * 1024 * 1024), uri=file.uri)
-            )
+            if kept is not None:
+                digest, target = file.sha256, kept[0]
+                if kept[1] is not None:
+                    link_or_copy(kept[1], target)
+            else:
+                limit = int(source.max_file_size_mb * 1024 * 1024)
+                digest, target = store_raw_file(layout, file.path, ext, limit, uri=file.uri)
         except FileTooLarge as exc:
             errors.append((file.uri, exc))
             continue

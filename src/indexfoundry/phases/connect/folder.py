@@ -12,7 +12,8 @@ from wcmatch import glob as wglob
 from indexfoundry.errors import ConfigInvalid, FileTooLarge, IndexFoundryError, ParseError
 from indexfoundry.models.config import FolderSource
 from indexfoundry.phases.connect.sniff import sniff_content_type
-from indexfoundry.storage.filehashes import file_sha256
+from indexfoundry.storage.filehashes import file_sha256_many
+from indexfoundry.storage.hashing import sha256_file
 
 _GLOB_FLAGS = wglob.GLOBSTAR | wglob.DOTGLOB | wglob.BRACE
 
@@ -41,23 +42,73 @@ def _skip_name(name: str, include_hidden: bool) -> bool:
     return name.startswith(".") and not include_hidden
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """A file the walk kept, before it is hashed: hashes are looked up for all of them at once."""
+
+    filename: str
+    relative_path: str
+    uri: str
+    real: Path
+    info: os.stat_result
+
+
 def scan_folder(source: FolderSource) -> FolderScan:
     """List and hash the files of a folder source, in sorted order.
 
     Symlinks are followed only when they resolve inside the root; device files, FIFOs and
-    sockets are never read. Oversized or unreadable files become errors, not crashes.
+    sockets are never read. Oversized or unreadable files become errors, not crashes. The
+    files' hashes are looked up in one batch (by stat when unchanged since an earlier run
+    hashed them: ``storage/filehashes.py``).
     """
     root = Path(source.path)
-    name = source.name or root.name
     if not root.is_dir():
         raise ConfigInvalid(
             f"folder source '{source.path}' is not a directory",
             suggestion="Check connect.sources[].path (relative paths are relative to the config file)",
         )
-    real_root = root.resolve()
-    limit = int(source.max_file_size_mb * 1024 * 1024)
+    entries = _walk(root, source)
+    candidates = [entry for entry in entries if isinstance(entry, _Candidate)]
+    digests = iter(file_sha256_many([c.real for c in candidates], [c.info for c in candidates]))
     files: list[FolderFile] = []
     errors: list[tuple[str, IndexFoundryError]] = []
+    for entry in entries:  # in walk order, as the errors were always listed
+        if not isinstance(entry, _Candidate):
+            errors.append(entry)
+            continue
+        try:
+            digest = next(digests) or sha256_file(entry.real)  # None: raises why it cannot be read
+            with entry.real.open("rb") as handle:
+                head = handle.read(8192)
+        except OSError as exc:
+            errors.append((entry.uri, _unreadable(entry.uri, exc)))
+            continue
+        files.append(
+            FolderFile(
+                path=entry.real,
+                relative_path=entry.relative_path,
+                uri=entry.uri,
+                sha256=digest,
+                size_bytes=entry.info.st_size,
+                content_type=sniff_content_type(entry.filename, head),
+            )
+        )
+    files.sort(key=lambda f: f.uri)
+    return FolderScan(files=files, errors=errors)
+
+
+def _unreadable(uri: str, exc: OSError) -> ParseError:
+    return ParseError(f"cannot read {uri}: {exc.strerror or exc}", suggestion="Check permissions")
+
+
+def _walk(root: Path, source: FolderSource) -> list[_Candidate | tuple[str, IndexFoundryError]]:
+    """The walk's files that match, in sorted walk order, or the error each one is."""
+    name = source.name or root.name
+    real_root = root.resolve()
+    limit = int(source.max_file_size_mb * 1024 * 1024)
+    include = wglob.compile(source.glob, flags=_GLOB_FLAGS)  # compiled once, not once per file
+    excludes = [wglob.compile(pattern, flags=_GLOB_FLAGS) for pattern in source.exclude_patterns]
+    entries: list[_Candidate | tuple[str, IndexFoundryError]] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not _skip_name(d, source.include_hidden))
         for filename in sorted(filenames):
@@ -65,16 +116,16 @@ def scan_folder(source: FolderSource) -> FolderScan:
                 continue
             path = Path(dirpath) / filename
             relative = path.relative_to(root).as_posix()
-            if not wglob.globmatch(relative, source.glob, flags=_GLOB_FLAGS):
+            if not include.match(relative):
                 continue
-            if any(wglob.globmatch(relative, pattern, flags=_GLOB_FLAGS) for pattern in source.exclude_patterns):
+            if any(exclude.match(relative) for exclude in excludes):
                 continue
             uri = f"{name}/{relative}"
             try:
                 uri.encode("utf-8")
             except UnicodeEncodeError:
                 shown = uri.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                errors.append(
+                entries.append(
                     (
                         shown,
                         ParseError(
@@ -89,40 +140,21 @@ def scan_folder(source: FolderSource) -> FolderScan:
                 if real != real_root and real_root not in real.parents:
                     continue  # a symlink pointing out of the root is never followed
                 info = real.stat()
-                if not stat.S_ISREG(info.st_mode):
-                    continue  # devices, FIFOs, sockets
-                if info.st_size > limit:
-                    errors.append(
-                        (
-                            uri,
-                            FileTooLarge(
-                                f"{uri} is {info.st_size / 1048576:.1f} MB, over the "
-                                f"{source.max_file_size_mb} MB limit",
-                                suggestion="Raise max_file_size_mb on the source, or exclude the file",
-                            ),
-                        )
-                    )
-                    continue
-                digest = file_sha256(real)  # by stat when unchanged since an earlier run hashed it
-                with real.open("rb") as handle:
-                    head = handle.read(8192)
             except OSError as exc:
-                errors.append(
+                entries.append((uri, _unreadable(uri, exc)))
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                continue  # devices, FIFOs, sockets
+            if info.st_size > limit:
+                entries.append(
                     (
                         uri,
-                        ParseError(f"cannot read {uri}: {exc.strerror or exc}", suggestion="Check permissions"),
+                        FileTooLarge(
+                            f"{uri} is {info.st_size / 1048576:.1f} MB, over the {source.max_file_size_mb} MB limit",
+                            suggestion="Raise max_file_size_mb on the source, or exclude the file",
+                        ),
                     )
                 )
                 continue
-            files.append(
-                FolderFile(
-                    path=real,
-                    relative_path=relative,
-                    uri=uri,
-                    sha256=digest,
-                    size_bytes=info.st_size,
-                    content_type=sniff_content_type(filename, head),
-                )
-            )
-    files.sort(key=lambda f: f.uri)
-    return FolderScan(files=files, errors=errors)
+            entries.append(_Candidate(filename, relative, uri, real, info))
+    return entries

@@ -26,7 +26,7 @@ from indexfoundry.phases.base import (
     upstream_artifact_hashes,
 )
 from indexfoundry.phases.executor import Executor
-from indexfoundry.phases.extract.reuse import reuse_extracted, reuse_source
+from indexfoundry.phases.extract.reuse import ExtractReuse
 from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import (
     atomic_write_jsonl,
@@ -135,7 +135,7 @@ class ExtractPhase(Phase):
         return upstream_artifact_hashes(ctx, "connect")
 
     def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:
-        """Documents copied from the base run (``reuse_extracted`` counts them), and the others."""
+        """Documents copied from the base run (``ExtractReuse`` counts them), and the others."""
         if ctx.base_layout is None:
             return reused, new
         copied = ctx.reuse_counts.get("extract", 0)
@@ -199,13 +199,12 @@ class ExtractPhase(Phase):
         cfg = ctx.config.extract
         options = ExtractOptions.from_config(ctx.config)
         jobs: list[ExtractJob] = []
+        # Incremental run or rerun in place: unchanged raw files take their extraction from the
+        # base run (or this run's last committed extraction), read and verified once here.
+        reuse = ExtractReuse(ctx, raws)
         with ctx.progress.task("extract", total=len(raws)) as task:
             for index, raw in enumerate(raws):
-                # Incremental run or rerun in place: unchanged raw files take their extraction
-                # from the base run (or this run's last committed extraction).
-                if reuse_source(ctx) is not None and reuse_extracted(
-                    ctx, raw, found.documents, found.written, found.warnings
-                ):
+                if reuse.take(raw, found.documents, found.written, found.warnings):
                     task.advance()
                     continue
                 # Everything else is extracted by extract_bytes(data, raw, config) in a worker.

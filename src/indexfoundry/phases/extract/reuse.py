@@ -6,7 +6,8 @@ from the base run (or from the run's own last committed phase).
 - extract: a raw file with the same SHA-256 (and uri and per-source options) as in the base run,
   extracted there under the same extract config hash, phase version and extractor versions, is
   not extracted again: its text files are hard-linked (or copied) and its document records
-  copied (``reuse_extracted``).
+  copied (``ExtractReuse``: the base run's extraction read once per phase run, the files it
+  copies verified in one batch).
 - normalize: documents chunked by an earlier run come from the runs folder's work cache
   (``phases/normalize/build.py``); unchanged chunks keep their ids, text and hashes.
 - index: the (model, text hash) embedding cache shared by the runs folder means unchanged
@@ -30,24 +31,27 @@ from indexfoundry.models.records import ExtractedDocument, RawRecord
 from indexfoundry.phases.base import completed_phase
 from indexfoundry.storage.artifacts import read_artifact
 from indexfoundry.storage.atomic import iter_jsonl, link_or_copy
-from indexfoundry.storage.filehashes import file_sha256
-from indexfoundry.storage.hashing import sha256_json
+from indexfoundry.storage.filehashes import file_sha256_many
+from indexfoundry.storage.hashing import canonical_json, sha256_json
 from indexfoundry.storage.layout import RunLayout
 
 if TYPE_CHECKING:
     from indexfoundry.phases.base import PhaseContext
 
 
-def _raw_key(raw: RawRecord) -> str:
-    return sha256_json({"uri": raw.uri, "sha256": raw.sha256, "options": raw.extract_options})
+def _raw_key(raw: RawRecord) -> tuple[str, str, str | None]:
+    """What makes a raw file's extraction the same: its uri, hash and per-source options (an
+    in-memory key: the index is built anew by every process)."""
+    options = canonical_json(raw.extract_options) if raw.extract_options is not None else None
+    return (raw.uri, raw.sha256, options)
 
 
 @dataclass
 class _ExtractIndex:
     """What the base run extracted, by raw file key."""
 
-    documents: dict[str, list[ExtractedDocument]] = field(default_factory=dict)
-    warnings: dict[str, list[str]] = field(default_factory=dict)
+    documents: dict[tuple[str, str, str | None], list[ExtractedDocument]] = field(default_factory=dict)
+    warnings: dict[tuple[str, str, str | None], list[str]] = field(default_factory=dict)
     artifact_hashes: dict[str, str] = field(default_factory=dict)
 
 
@@ -131,44 +135,61 @@ def reuse_source(ctx: PhaseContext) -> RunLayout | None:
     return ctx.layout if ctx.previous_phase is not None else None
 
 
-def reuse_extracted(
-    ctx: PhaseContext, raw: RawRecord, documents: list[ExtractedDocument], written: set[Path], warnings: list[str]
-) -> bool:
-    """Copy the base run's extraction of ``raw`` into this run when it is unchanged.
+class ExtractReuse:
+    """What this phase run takes from the base run's extraction (or, in place, from its own last
+    committed one): built once per phase run, with every text and pages file it may copy verified
+    against the base run's manifest in one batch of hash look-ups (by stat when unchanged since
+    hashed: ``storage/filehashes.py``), not once per raw file."""
 
-    Appends the documents and warnings, records the files written, and returns True; returns
-    False (nothing done) when the raw file must be extracted.
-    """
-    if ctx.force:
-        return False
-    index = _extract_index(ctx)
-    if index is None:
-        return False
-    docs = index.documents.get(_raw_key(raw))
-    if not docs:
-        return False
-    base = reuse_source(ctx)
-    assert base is not None
-    copies: dict[Path, Path] = {}
-    for doc in docs:
-        for rel in (doc.text_path, doc.pages_path):
-            if rel is None:
-                continue
-            expected = index.artifact_hashes.get(rel)
-            try:
-                # Verified against the base run's manifest (by stat when unchanged since hashed).
-                if expected is None or file_sha256(base.root / rel) != expected:
+    def __init__(self, ctx: PhaseContext, raws: list[RawRecord]) -> None:
+        self.ctx = ctx
+        self.base = None if ctx.force else reuse_source(ctx)
+        self.index = _extract_index(ctx) if self.base is not None else None
+        self.verified: set[str] = set()
+        if self.base is None or self.index is None:
+            return
+        index = self.index
+        wanted = sorted(
+            {
+                rel
+                for raw in raws
+                for doc in index.documents.get(_raw_key(raw), [])
+                for rel in (doc.text_path, doc.pages_path)
+                if rel is not None and rel in index.artifact_hashes
+            }
+        )
+        digests = file_sha256_many([self.base.root / rel for rel in wanted])
+        hashes = index.artifact_hashes
+        self.verified = {rel for rel, digest in zip(wanted, digests, strict=True) if digest == hashes[rel]}
+
+    def take(self, raw: RawRecord, documents: list[ExtractedDocument], written: set[Path], warnings: list[str]) -> bool:
+        """Copy the base run's extraction of ``raw`` into this run when it is unchanged.
+
+        Appends the documents and warnings, records the files written, and returns True; returns
+        False (nothing done) when the raw file must be extracted.
+        """
+        if self.base is None or self.index is None:
+            return False
+        key = _raw_key(raw)
+        docs = self.index.documents.get(key)
+        if not docs:
+            return False
+        base, ctx = self.base, self.ctx
+        copies: dict[Path, Path] = {}
+        for doc in docs:
+            for rel in (doc.text_path, doc.pages_path):
+                if rel is None:
+                    continue
+                if rel not in self.verified:
                     return False
-            except OSError:
-                return False
-            copies[ctx.layout.root / rel] = base.root / rel
-    in_place = base.root == ctx.layout.root
-    for path, source in copies.items():
-        if path not in written:
-            if not in_place:  # in place the file is already there, with the bytes just verified
-                link_or_copy(source, path)  # a hard link to the base run's file where possible
-            written.add(path)
-    documents.extend(docs)
-    warnings.extend(index.warnings.get(_raw_key(raw), []))
-    ctx.reuse_counts["extract"] = ctx.reuse_counts.get("extract", 0) + len(docs)
-    return True
+                copies[ctx.layout.root / rel] = base.root / rel
+        in_place = base.root == ctx.layout.root
+        for path, source in copies.items():
+            if path not in written:
+                if not in_place:  # in place the file is already there, with the bytes just verified
+                    link_or_copy(source, path)  # a hard link to the base run's file where possible
+                written.add(path)
+        documents.extend(docs)
+        warnings.extend(self.index.warnings.get(key, []))
+        ctx.reuse_counts["extract"] = ctx.reuse_counts.get("extract", 0) + len(docs)
+        return True
