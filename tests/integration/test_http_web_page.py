@@ -169,3 +169,46 @@ def test_a_snippet_cut_inside_a_code_block_still_renders_its_code_as_code(page: 
             assert "After the code" in texts.nth(last).locator("p").last.inner_text()
         finally:
             context.close()
+
+
+def test_every_chunk_of_a_real_long_code_block_renders_as_code_in_its_language(
+    page: Any, tmp_path: Path, corpora: Path
+):
+    import httpx
+
+    # Starlette's endpoints page: its longest Python block (routes of an app) is cut into chunks
+    # that begin and end inside it.
+    source = corpora / "markdown" / "starlette-1.10.0" / "docs" / "endpoints.md"
+    docs: dict[str, str | bytes] = {"endpoints.md": source.read_text(encoding="utf-8")}
+    run_id = make_run(tmp_path, docs, normalize={"chunk_strategy": "recursive", "max_chars": 250, "overlap_chars": 0})
+    query = "HTTPEndpoint PlainTextResponse request Route username"
+    with live_server(tmp_path / "runs", run_id) as live:
+        answer = httpx.post(live.api + "/search/keyword", json={"query": query, "top_k": 30}, timeout=60)
+        assert answer.status_code == 200, answer.text
+        results = answer.json()["results"]
+        inside = [n for n, r in enumerate(results) if r.get("fence")]
+        assert len(inside) >= 2 and {results[n]["fence"] for n in inside} == {"```python"}
+        context = page.context.browser.new_context()
+        try:
+            context.route(
+                "**/*", lambda route: route.continue_() if route.request.url.startswith(live.root) else route.abort()
+            )
+            view = context.new_page()
+            view.goto(live.root + "/?mode=keyword")
+            view.fill("#query", query)
+            view.fill("#top-k", "30")
+            view.click("#search-button")
+            view.wait_for_selector("#results li.result")
+            texts = view.locator("#results li.result .text")
+            assert texts.count() == len(results)
+            for n in range(len(results)):
+                assert "```" not in texts.nth(n).inner_text()  # no fence shown as text
+            for n in inside:
+                first = results[n]["text"].strip().split("\n")[0].strip()
+                code = texts.nth(n).locator("pre code").first
+                assert first in code.inner_text()  # the chunk's first line is code, not a paragraph
+                assert "language-python" in (code.get_attribute("class") or "")
+                paragraphs = " ".join(texts.nth(n).locator("p").all_inner_texts())
+                assert first not in paragraphs
+        finally:
+            context.close()

@@ -104,6 +104,11 @@ class ChunkPosition(Strict):
     section: str | None = Field(default=None, description="Heading of the section the chunk is in")
     line_start: int | None = Field(default=None, description="1-based first line")
     line_end: int | None = Field(default=None, description="1-based last line")
+    fence: str | None = Field(
+        default=None,
+        description="Opener line (e.g. '```python') of the fenced code block the chunk's text begins inside "
+        "without showing it (a chunk cut from a long code block): markdown renderers re-open it",
+    )
 
 
 class ChunkMetadata(Strict):

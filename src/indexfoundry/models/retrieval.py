@@ -151,6 +151,11 @@ class SearchResult(Strict):
         default=None, description="The reranker's score, when the run reranks (results are ordered by it)"
     )
     text: str = Field(description="Chunk text")
+    fence: str | None = Field(
+        default=None,
+        description="Opener line of the fenced code block text begins inside without showing it (a chunk cut "
+        "from a long code block): shown as markdown, the text gets this line before it",
+    )
     source: ChunkSource = Field(description="Where the chunk's document came from (uri, record_id)")
     breadcrumb: str | None = Field(default=None, description="Heading path of the chunk, e.g. 'Guide > Install'")
     position: ChunkPosition = Field(description="Offsets, page and section of the chunk")

@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 from indexfoundry.errors import ConfigInvalid
 from indexfoundry.models.embedding import LocalInt8Model, LocalModel, SentenceTransformersModel, parse_embedding_model
+from indexfoundry.models.fences import fence_after
 from indexfoundry.models.retrieval import SearchRequest, SearchResult
 from indexfoundry.storage.hashing import canonical_json, sha256_text
 
@@ -269,4 +270,5 @@ def _text_of(result: SearchResult) -> str:
 
 def _part_of(result: SearchResult, start: int, end: int) -> SearchResult:
     """``result`` with only ``text[start:end]``, saying which part it is (``text_range``)."""
-    return result.model_copy(update={"text": result.text[start:end], "text_range": (start, end)})
+    fence = fence_after(result.text[:start], result.fence) if start else result.fence
+    return result.model_copy(update={"text": result.text[start:end], "text_range": (start, end), "fence": fence})

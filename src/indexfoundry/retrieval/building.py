@@ -134,6 +134,7 @@ class PartialIndex:
             doc_id=chunk.doc_id,
             score=round(score, 6),
             text=chunk.content.text,
+            fence=chunk.position.fence,
             source=chunk.source,
             breadcrumb=chunk.metadata.heading_path or chunk.position.section,
             position=chunk.position,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexfoundry.errors import NotFound
+from indexfoundry.models.fences import fence_opener
 from indexfoundry.models.records import DocumentChunk, ExtractedDocument, Heading
 from indexfoundry.models.retrieval import ExpandMode, Expansion
 from indexfoundry.storage.atomic import iter_jsonl
@@ -130,8 +131,9 @@ class Expander:
         window = items[max(at - 1, 0) : at + 2]
         return min(c.position.byte_start for c in window), max(c.position.byte_end for c in window), None
 
-    def expand(self, chunk_ids: list[str], mode: ExpandMode) -> list[tuple[str, Expansion]]:
-        """(text, expansion) for each hit in rank order; merged hits get an empty text."""
+    def expand(self, chunk_ids: list[str], mode: ExpandMode) -> list[tuple[str, Expansion, str | None]]:
+        """(text, expansion, fence) for each hit in rank order; merged hits get an empty text.
+        ``fence`` is the opener of the code block the text begins inside (``SearchResult.fence``)."""
         spans = [(self._chunks[cid].doc_id, *self.span(self._chunks[cid], mode)) for cid in chunk_ids]
         # Groups of overlapping or touching ranges of one document (only whitespace between them),
         # each owned by its best-ranked hit.
@@ -156,7 +158,7 @@ class Expander:
                         break
             groups.append(group)
         group_of = {member: g for g in groups for member in g.members}
-        out: list[tuple[str, Expansion]] = []
+        out: list[tuple[str, Expansion, str | None]] = []
         for i in range(len(chunk_ids)):
             doc, _lo, _hi, crumb = spans[i]
             found = group_of[i]
@@ -173,8 +175,19 @@ class Expander:
                 merged_into=None if head == i else chunk_ids[head],
             )
             text = "" if head != i else self._text(doc)[start:end].decode("utf-8", errors="replace")
-            out.append((text, info))
+            out.append((text, info, self._fence_at(doc, start) if text else None))
         return out
+
+    def _fence_at(self, doc_id: str, start: int) -> str | None:
+        """The code fence byte ``start`` of the document lies inside, as the chunk starting there
+        knows it: its ``fence``, or the fence its text re-opens (a prefix, ``text_layout``).
+        A range that starts at a heading starts outside every fence."""
+        first = next((c for c in self._doc_chunks(doc_id) if c.position.byte_start == start), None)
+        if first is None or first.position.fence:
+            return None if first is None else first.position.fence
+        layout = (first.metadata.custom or {}).get("text_layout") or {}
+        prefix = str(layout.get("prefix", ""))
+        return prefix.strip() if fence_opener(prefix) else None
 
 
 @dataclass

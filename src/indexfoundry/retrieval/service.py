@@ -379,6 +379,7 @@ class SearchService:
             rerank_score=rerank_score,
             fetched_at=self.fetched_at.get(chunk.source.uri),
             text=chunk.content.text,
+            fence=chunk.position.fence,
             source=chunk.source,
             breadcrumb=chunk.metadata.heading_path or chunk.position.section,
             position=chunk.position,
@@ -434,11 +435,8 @@ class SearchService:
         results = [self._result(cid, score, rr) for cid, score, rr in answer]
         if expand == "none" or not results:
             return results
-        expanded = self.expander.expand([r.chunk_id for r in results], expand)
-        return [
-            r.model_copy(update={"text": text, "expanded": info})
-            for r, (text, info) in zip(results, expanded, strict=True)
-        ]
+        expanded = zip(results, self.expander.expand([r.chunk_id for r in results], expand), strict=True)
+        return [r.model_copy(update={"text": t, "expanded": info, "fence": fence}) for r, (t, info, fence) in expanded]
 
     @property
     def token_counter(self) -> TokenCounter:

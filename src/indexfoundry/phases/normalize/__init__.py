@@ -54,7 +54,8 @@ def dedupe_options(config: NormalizeConfig) -> DedupeOptions | None:
 class NormalizePhase(Phase):
     name = "normalize"
     # 3: separator runs are one atom; oversized paragraphs packed into max_chars parts (by_paragraph).
-    version = "4"
+    # 5: a chunk that begins inside a code fence records its opener (``position.fence``).
+    version = "5"
 
     def config_slice(self, config: PipelineConfig) -> Any:
         data = config.normalize.model_dump(mode="json")

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-# A fence opener at any indentation: fences nested in lists and tabs are common in docs.
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+from indexfoundry.models.fences import fence_closes, fence_opener
+
 # A GFM table delimiter row: dashes, colons and pipes only, with at least one dash.
 _TABLE_DELIM = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 
@@ -39,27 +39,6 @@ def _line_end(text: str, pos: int, end: int) -> int:
     """End of the line starting at ``pos`` (after its newline), within ``end``."""
     nl = text.find("\n", pos, end)
     return end if nl == -1 else nl + 1
-
-
-def fence_closes(line: str, marker: str) -> bool:
-    """True if ``line`` closes a fence opened with ``marker`` (same char, at least as long)."""
-    match = _FENCE.match(line)
-    if not match:
-        return False
-    run = match.group(1)
-    return run[0] == marker[0] and len(run) >= len(marker) and not line.strip().strip(marker[0])
-
-
-def fence_opener(line: str) -> str | None:
-    """The fence marker (```` ``` ```` or ``~~~``…) a line opens, if it opens one."""
-    match = _FENCE.match(line)
-    if not match:
-        return None
-    marker = match.group(1)
-    # A backtick fence's info string may not contain backticks (CommonMark).
-    if marker[0] == "`" and "`" in line.strip()[len(marker) :]:
-        return None
-    return marker
 
 
 def split_blocks(text: str, start: int, end: int) -> Iterator[Block]:
@@ -126,3 +105,29 @@ def split_blocks(text: str, start: int, end: int) -> Iterator[Block]:
         pos = le
     if para is not None:
         yield Block(para, para_end, "text")
+
+
+def fences_at(text: str, starts: list[int]) -> list[str | None]:
+    """For each offset of ``starts``, the opener line (without its indentation) of the code
+    fence whose body or closing line it falls in, else None.
+
+    A chunk that begins inside a long fence shows code without the fence around it; a renderer
+    given this opener re-opens the fence, so the code renders as code. One pass over the
+    blocks of ``text`` (only when it holds a fence marker at all), whatever the order of ``starts``.
+    """
+    found: list[str | None] = [None] * len(starts)
+    if "```" not in text and "~~~" not in text:
+        return found
+    order = sorted(range(len(starts)), key=starts.__getitem__)
+    fences = (b for b in split_blocks(text, 0, len(text)) if b.kind == "fence")
+    block = next(fences, None)
+    for index in order:
+        at = starts[index]
+        while block is not None and block.end <= at:
+            block = next(fences, None)
+        if block is None:
+            break
+        assert block.head_end is not None
+        if block.head_end <= at:
+            found[index] = text[block.start : block.head_end].strip()
+    return found

@@ -29,6 +29,7 @@ from indexfoundry.models.records import (
 from indexfoundry.phases.base import LazyItems
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.phases.isolation import Limits, Stopped, default_workers, preload
+from indexfoundry.phases.normalize.blocks import fences_at
 from indexfoundry.phases.normalize.chunkers import chunk_spans
 from indexfoundry.phases.normalize.contentless import FORMATS as CONTENT_FREE_FORMATS
 from indexfoundry.phases.normalize.contentless import drop_content_free
@@ -71,6 +72,8 @@ def build_chunks(doc: ExtractedDocument, text: str, spans: list[Span]) -> list[D
     """Turn spans of one document into ``DocumentChunk`` records with stable ids."""
     positions = TextPositions(text)
     base_custom = {k: v for k, v in doc.metadata.items() if k != "title"}
+    # A span with a prefix re-opens its fence itself; any other span may begin inside one.
+    fences = fences_at(text, [s.start if not s.prefix else -1 for s in spans])
     chunks: list[DocumentChunk] = []
     for index, span in enumerate(spans):
         chunk_text = span.text(text)
@@ -105,6 +108,7 @@ def build_chunks(doc: ExtractedDocument, text: str, spans: list[Span]) -> list[D
                     section=span.section,
                     line_start=positions.line_of(span.start),
                     line_end=positions.line_of(max(span.start, span.end - 1)),
+                    fence=fences[index],
                 ),
                 metadata=ChunkMetadata(
                     content_type=doc.content_type,

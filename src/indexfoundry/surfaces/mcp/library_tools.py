@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from indexfoundry import api
 from indexfoundry.models.base import Strict
+from indexfoundry.models.fences import as_markdown
 from indexfoundry.models.retrieval import SearchFilter, SearchMode
 from indexfoundry.models.serve import LibrarySearchHit, LibraryVersionView
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
@@ -302,4 +303,4 @@ def _hit(rank: int, item: LibrarySearchHit) -> tuple[LibraryHit, str]:
         text_range=result.text_range,
     )
     place = f"{item.library}@{item.version} · {path}" + (f" › {crumb}" if crumb else "")
-    return labelled, f"[{rank}] {place} (score {result.score:.3f})\n\n{result.text}"
+    return labelled, f"[{rank}] {place} (score {result.score:.3f})\n\n{as_markdown(result.text, result.fence)}"

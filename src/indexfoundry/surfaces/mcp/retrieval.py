@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from indexfoundry import api
 from indexfoundry.errors import RunNotFound
+from indexfoundry.models.fences import as_markdown
 from indexfoundry.models.ids import LATEST, is_latest
 from indexfoundry.models.retrieval import RetrievalProfile, SearchMode, SearchRequest, SearchResponse, SearchResult
 from indexfoundry.surfaces.mcp.adapter import Exposed, TextAnswer
@@ -286,7 +287,7 @@ class RetrievalTools:
         if result.expanded is not None and result.expanded.merged_into:
             owner = f"[{doc_hit.merged_into}]" if doc_hit.merged_into else "an earlier result"
             return doc_hit, f"[{rank}] {where} (score {result.score:.3f}): its context is in {owner}"
-        return doc_hit, f"[{rank}] {where} (score {result.score:.3f})\n\n{result.text}"
+        return doc_hit, f"[{rank}] {where} (score {result.score:.3f})\n\n{as_markdown(result.text, result.fence)}"
 
     def get_page(self, payload: GetPageInput) -> TextAnswer:
         """A whole page as extracted (markdown where the source had structure)."""

@@ -3,9 +3,7 @@ so structure-aware chunkers never cut a fence or a table they can keep whole."""
 
 from __future__ import annotations
 
-import pytest
-
-from indexfoundry.phases.normalize.blocks import Block, fence_closes, fence_opener, split_blocks
+from indexfoundry.phases.normalize.blocks import Block, fences_at, split_blocks
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
@@ -61,16 +59,15 @@ def test_blocks_of_a_range_carry_offsets_in_the_whole_text():
     assert all(start <= b.start < b.end <= end for b in blocks)
 
 
-@pytest.mark.parametrize(
-    ("line", "marker"),
-    [("```", "```"), ("  ````js", "````"), ("~~~ yaml", "~~~"), ("\t```", "```"), ("``` a`b", None), ("``", None)],
-)
-def test_fence_openers_follow_commonmark(line: str, marker: str | None):
-    assert fence_opener(line) == marker
+def test_each_offset_gets_the_opener_of_the_fence_whose_body_or_closer_it_falls_in():
+    text = "Intro.\n\n  ~~~~yaml title=x\na: 1\n\nb: 2\n  ~~~~\n\nAfter.\n\n```\nbare\n```\n"
+    body, blank, closer = text.index("a: 1"), text.index("\nb: 2") + 1, text.index("  ~~~~\n")
+    after, opener, bare = text.index("After"), text.index("  ~~~~yaml"), text.index("bare")
+    starts = [after, body, 0, closer, opener, bare, blank]  # any order
+    yaml = "~~~~yaml title=x"
+    assert fences_at(text, starts) == [None, yaml, None, yaml, None, "```", yaml]
 
 
-def test_a_fence_closes_only_with_its_own_character_at_least_as_long_and_nothing_after():
-    assert fence_closes("```", "```") and fence_closes("`````", "```") and fence_closes("  ~~~", "~~~")
-    assert not fence_closes("~~~", "```")
-    assert not fence_closes("```", "````")
-    assert not fence_closes("``` python", "```")
+def test_a_text_without_fence_markers_is_not_scanned_and_has_no_fence_anywhere():
+    assert fences_at("just prose\n\nmore prose", [0, 5, 12]) == [None, None, None]
+    assert fences_at("```\nunclosed code\nto the end", [4, 20, -1]) == ["```", "```", None]

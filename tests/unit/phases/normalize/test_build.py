@@ -52,6 +52,35 @@ def test_identical_paragraphs_at_different_places_get_different_ids():
     assert same[0].chunk_id != same[1].chunk_id
 
 
+_LONG_CODE = "\n".join(f"    widget.configure(part={n}, colour='blue')  # step {n}" for n in range(40))
+_CODE_DOC = (
+    "# Setup\n\nIntro about the widget.\n\n"
+    f"```python title=setup.py\ndef setup():\n{_LONG_CODE}\n```\n\nAfter the code.\n"
+)
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "fixed_chars"])
+def test_a_chunk_cut_from_inside_a_long_code_block_records_the_fence_it_begins_in(strategy: str):
+    chunks = chunks_of(_CODE_DOC, cfg(strategy, max_chars=400, min_chars=50, overlap_chars=0))
+    body_start, closer = _CODE_DOC.index("def setup"), _CODE_DOC.index("\n```\n") + 1
+    for chunk in chunks:
+        start = len(_CODE_DOC.encode()[: chunk.position.byte_start].decode())
+        inside = body_start <= start <= closer
+        assert chunk.position.fence == ("```python title=setup.py" if inside else None), chunk.content.text
+    assert sum(c.position.fence is not None for c in chunks) >= 3  # the middle chunks and the last one
+    # The text and the id stay those of the slice: only what a renderer shows gets the opener.
+    raw = _CODE_DOC.encode()
+    assert all(c.content.text == raw[c.position.byte_start : c.position.byte_end].decode() for c in chunks)
+
+
+def test_parts_of_a_fence_that_reopen_it_themselves_record_no_fence():
+    chunks = chunks_of(_CODE_DOC, cfg("by_heading", max_chars=400, min_chars=50))
+    parts = [c for c in chunks if "widget.configure" in c.content.text]
+    assert len(parts) >= 3
+    assert all(p.content.text.startswith("```python title=setup.py\n") for p in parts[1:])
+    assert all(c.position.fence is None for c in chunks)
+
+
 def test_stats_count_small_and_hard_cut_chunks_and_config_hash_follows_settings():
     text = "x" * 450 + "\n\nsmall"
     config = cfg("recursive", max_chars=200, overlap_chars=0)

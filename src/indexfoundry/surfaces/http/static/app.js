@@ -1,5 +1,5 @@
 // The search page: posts the query to the API and shows each result's source, breadcrumb and score.
-// Result text is markdown: its fences balanced (a chunk cut inside a code block still shows code),
+// Result text is markdown: its fences whole (a chunk cut inside a code block still shows code),
 // rendered by marked, then sanitised by DOMPurify (no scripts, no event handlers, no javascript:
 // links) before it touches the page; everything else uses textContent. Whole query terms are
 // highlighted, stop words never.
@@ -20,41 +20,48 @@
   const results = document.getElementById("results");
   const scores = document.getElementById("scores");
 
-  // A chunk may start or end inside a fenced code block (chunks are cut by size): close or reopen
-  // the fence so its code renders as code, not as flattened paragraphs that swallow the rest.
-  const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+  // A chunk may begin inside a fenced code block (chunks are cut by size: the server gives the
+  // opener it lacks as `fence`) or end inside one. Reopen and close the fence so its code renders
+  // as code, not as paragraphs whose closing line opens a bogus block that swallows the rest.
+  // The same rules as the server's (models/fences.py).
+  const FENCE = /^[ \t]*(`{3,}|~{3,})(.*)$/;
 
-  function balancedFences(text) {
-    const lines = text.split("\n");
-    const fences = lines.map((line) => FENCE.exec(line)).filter(Boolean);
-    if (fences.length % 2 === 0) return text;
-    const first = fences[0];
-    const before = lines.slice(0, lines.findIndex((line) => FENCE.test(line))).join("\n").trim();
-    if (!first[2].trim() && before) return first[1] + "\n" + text; // begins inside a block: reopen it
-    return text + "\n" + fences[fences.length - 1][1]; // ends inside a block: close it
+  function opens(line) {
+    const m = FENCE.exec(line.replace(/\r$/, ""));
+    return m && !(m[1][0] === "`" && m[2].includes("`")) ? m[1] : null;
+  }
+
+  function closes(line, marker) {
+    const m = FENCE.exec(line.replace(/\r$/, ""));
+    return !!m && m[1][0] === marker[0] && m[1].length >= marker.length && !m[2].trim();
   }
 
   // "[text][ref]" whose definition is in another chunk: show the text, not the brackets.
-  function unresolvedReferences(text) {
-    const defined = new Set();
-    for (const m of text.matchAll(/^ {0,3}\[([^\]]+)\]:\s/gm)) defined.add(m[1].toLowerCase());
-    let inFence = false;
-    return text.split("\n").map((line) => {
-      if (FENCE.test(line)) inFence = !inFence;
-      if (inFence) return line;
-      return line.replace(/\[([^\]\n]+)\]\[([^\]\n]*)\]/g, (all, label, ref) =>
-        defined.has((ref || label).toLowerCase()) ? all : label);
-    }).join("\n");
+  function unresolvedReferences(line, defined) {
+    return line.replace(/\[([^\]\n]+)\]\[([^\]\n]*)\]/g, (all, label, ref) =>
+      defined.has((ref || label).toLowerCase()) ? all : label);
   }
 
-  // At most ``limit`` characters, cut at a line end, with its fences balanced.
-  function snippet(text, limit) {
+  // At most ``limit`` characters, cut at a line end, with its fences whole (``fence``: the opener
+  // of the code block the text begins inside).
+  function snippet(text, limit, fence) {
     let cut = text;
     if (text.length > limit) {
       const end = text.lastIndexOf("\n", limit);
       cut = text.slice(0, end > limit / 2 ? end : limit) + "\n\n…";
     }
-    return balancedFences(unresolvedReferences(cut));
+    const defined = new Set();
+    for (const m of cut.matchAll(/^ {0,3}\[([^\]]+)\]:\s/gm)) defined.add(m[1].toLowerCase());
+    let marker = null;
+    const lines = (fence ? fence.trim() + "\n" + cut : cut).split("\n").map((line) => {
+      if (marker) {
+        if (closes(line, marker)) marker = null;
+        return line;
+      }
+      marker = opens(line);
+      return marker ? line : unresolvedReferences(line, defined);
+    });
+    return lines.join("\n") + (marker ? "\n" + marker : "");
   }
 
   function safeMarkdown(text) {
@@ -175,7 +182,7 @@
       head.append(el("span", "score", r.score.toFixed(3)));
       item.append(head);
       item.append(sourceLink(r));
-      const body = safeMarkdown(snippet(r.text, 1200));
+      const body = safeMarkdown(snippet(r.text, 1200, r.fence));
       highlight(body, words);
       item.append(body);
       item.dataset.chunkId = r.chunk_id;
