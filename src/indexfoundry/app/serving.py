@@ -149,7 +149,9 @@ def write_openapi(
     endpoints: list[ServeEndpoint] | None = None,
     include_schemas: bool = True,
 ) -> ServeOpenapiOutput:
-    """Write ``served/openapi.json``, generated from the app the server runs."""
+    """Write ``served/openapi.json``, generated from the app the server runs (or taken from the
+    runs folder's work cache when this code generated it for these settings: ``app/openapi_cache.py``)."""
+    from indexfoundry.app.openapi_cache import spec_key, stored_spec
     from indexfoundry.phases.serve import profile_for
 
     overrides: dict[str, Any] = {"api_info": api_info, "endpoints": endpoints}
@@ -159,7 +161,14 @@ def write_openapi(
         profile = profile_for(load_run_config(layout))
     overrides["allowed_filters"] = profile.allowed_filters
     overrides["require_auth"] = serve.require_auth or profile.security.require_auth
-    spec = http_surface().openapi_spec(serve, layout.runs_dir, layout.run_id, overrides, include_schemas)
+    surface = http_surface()
+    # The document depends on the settings and the code, never on the run: kept across runs.
+    key = spec_key(surface, [serve, overrides, include_schemas])
+    spec = stored_spec(
+        layout.runs_dir,
+        key,
+        lambda: surface.openapi_spec(serve, layout.runs_dir, layout.run_id, overrides, include_schemas),
+    )
     text = dump_json(spec)
     atomic_write_text(layout.openapi, text)  # the bytes hashed below, encoded once
     return ServeOpenapiOutput(
