@@ -15,13 +15,20 @@ import pytest
 from indexfoundry import api
 from indexfoundry.phases import connect as connect_phase
 from indexfoundry.storage.layout import RunLayout
+from tests.figures import documented
 from tests.hostile.support import MB, hostile_config, run_pipeline_measured
 
 GOOD = "# Good\n\nA normal document that must still be indexed after the broken ones.\n"
 
 
 @pytest.mark.slow
-def test_broken_encodings_nul_bytes_and_empty_files_fail_alone_and_the_run_goes_on(tmp_path: Path, runs_dir: Path):
+def test_broken_encodings_nul_bytes_and_empty_files_fail_alone_and_the_run_goes_on(
+    tmp_path: Path, runs_dir: Path, update_figures: bool
+):
+    seconds = 180
+    rss_mb = 700
+    documented("hostile.encodings.seconds", seconds, update=update_figures)
+    documented("hostile.encodings.rss_mb", rss_mb, update=update_figures)
     folder = tmp_path / "docs"
     folder.mkdir()
     files: dict[str, bytes] = {
@@ -57,12 +64,18 @@ def test_broken_encodings_nul_bytes_and_empty_files_fail_alone_and_the_run_goes_
     for path in (runs_dir / result.run_id / "extracted").glob("*.txt"):
         text = path.read_bytes().decode("utf-8")
         assert "\x00" not in text, path
-    assert result.seconds < 180
-    assert result.peak_rss_mb < 700
+    assert result.seconds < seconds
+    assert result.peak_rss_mb < rss_mb
 
 
 @pytest.mark.slow
-def test_a_200_mb_single_line_file_is_file_too_large_without_being_read(tmp_path: Path, runs_dir: Path):
+def test_a_200_mb_single_line_file_is_file_too_large_without_being_read(
+    tmp_path: Path, runs_dir: Path, update_figures: bool
+):
+    seconds = 60
+    over_mb = 150
+    documented("hostile.big_file.seconds", seconds, update=update_figures)
+    documented("hostile.big_file.rss_over_baseline_mb", over_mb, update=update_figures)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "good.md").write_text(GOOD)
@@ -77,16 +90,20 @@ def test_a_200_mb_single_line_file_is_file_too_large_without_being_read(tmp_path
     result = run_pipeline_measured(hostile_config(folder), tmp_path, runs_dir)
     assert result.codes() == {"docs/huge.txt": "FILE_TOO_LARGE"}
     assert result.status == "partial" and result.chunks > 0
-    assert result.seconds < 60
-    # The 200 MB are never loaded: peak memory stays within 150 MB of the same run without the file.
-    assert result.peak_rss_mb < baseline.peak_rss_mb + 150, (result.peak_rss_mb, baseline.peak_rss_mb)
+    assert result.seconds < seconds
+    # The 200 MB are never loaded: peak memory stays within ``over_mb`` MB of the same run without the file.
+    assert result.peak_rss_mb < baseline.peak_rss_mb + over_mb, (result.peak_rss_mb, baseline.peak_rss_mb)
     assert not [p for p in (runs_dir / result.run_id / "raw").iterdir() if p.stat().st_size > MB]
 
 
 @pytest.mark.slow
 def test_a_50_mb_html_page_and_a_million_column_csv_are_extracted_or_stopped_at_the_limits(
-    tmp_path: Path, runs_dir: Path
+    tmp_path: Path, runs_dir: Path, update_figures: bool
 ):
+    seconds = 420
+    rss_mb = 1500
+    documented("hostile.html_csv.seconds", seconds, update=update_figures)
+    documented("hostile.html_csv.rss_mb", rss_mb, update=update_figures)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "good.md").write_text(GOOD)
@@ -109,8 +126,8 @@ def test_a_50_mb_html_page_and_a_million_column_csv_are_extracted_or_stopped_at_
     assert set(codes.values()) <= {"PARSE_ERROR", "CHUNK_ERROR"}, codes
     assert result.status in {"completed", "partial"}
     assert result.chunks > 0
-    assert result.seconds < 420
-    assert result.peak_rss_mb < 1500
+    assert result.seconds < seconds
+    assert result.peak_rss_mb < rss_mb
 
 
 def test_a_file_that_grows_past_the_size_limit_after_the_scan_is_not_copied_whole(
@@ -169,11 +186,13 @@ def test_a_file_rewritten_while_being_copied_is_stored_under_the_hash_of_the_byt
 
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-def test_a_fifo_named_like_a_document_never_blocks_the_scan(tmp_path: Path, runs_dir: Path):
+def test_a_fifo_named_like_a_document_never_blocks_the_scan(tmp_path: Path, runs_dir: Path, update_figures: bool):
+    seconds = 60
+    documented("hostile.fifo.seconds", seconds, update=update_figures)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "good.md").write_text(GOOD)
     os.mkfifo(folder / "pipe.md")  # opening it for reading would block forever: nobody writes
     result = run_pipeline_measured(hostile_config(folder), tmp_path, runs_dir, timeout=120)
     assert result.status == "completed"
-    assert result.seconds < 60
+    assert result.seconds < seconds

@@ -18,6 +18,7 @@ from indexfoundry.phases.normalize.chunkers import chunk_spans
 from indexfoundry.phases.normalize.positions import TextPositions
 from indexfoundry.storage.hashing import sha256_text
 from indexfoundry.storage.layout import RunLayout
+from tests.figures import documented
 from tests.hostile.support import MB, bounded, hostile_config, run_pipeline_measured
 
 GOOD = "# Good\n\nA normal document that must still be chunked after the hostile ones.\n"
@@ -45,14 +46,16 @@ def _document(text: str) -> ExtractedDocument:
     )
 
 
-def test_positions_of_chunks_in_a_20_mb_one_line_text_are_found_in_linear_time():
+def test_positions_of_chunks_in_a_20_mb_one_line_text_are_found_in_linear_time(update_figures: bool):
+    seconds = 20
+    documented("normalize.positions.seconds", seconds, update=update_figures)
     # Re-encoding from the line start on every lookup once took ~57 s for 20 MB.
     text = one_line_words(20 * MB)
     spans = chunk_spans(text, [], NormalizeConfig(chunk_strategy="fixed_chars"))
     start = time.monotonic()
     positions = TextPositions(text)
     offsets = [(positions.byte_of(s.start), positions.byte_of(s.end), positions.line_of(s.end)) for s in spans]
-    assert time.monotonic() - start < 20
+    assert time.monotonic() - start < seconds
     assert offsets[-1][1] == len(text[: spans[-1].end].encode("utf-8"))
     assert {line for _, _, line in offsets} == {1}
 
@@ -93,12 +96,16 @@ WHITESPACE_HEAVY = {
 
 @pytest.mark.parametrize("strategy", ["recursive", "by_paragraph", "by_heading"])
 @pytest.mark.parametrize("shape", sorted(WHITESPACE_HEAVY))
-def test_whitespace_heavy_text_is_chunked_in_memory_bounded_by_its_chunks_not_its_separators(shape: str, strategy: str):
+def test_whitespace_heavy_text_is_chunked_in_memory_bounded_by_its_chunks_not_its_separators(
+    shape: str, strategy: str, update_figures: bool
+):
+    peak_mb = 25
+    documented("normalize.whitespace.peak_mb", peak_mb, update=update_figures)
     # One atom per separator once made an indented list cost ~236 bytes per character:
     # ~250 MB for this 1 MB. (by_page and fixed_chars share these splitters.)
     text = WHITESPACE_HEAVY[shape](MB)
     config = NormalizeConfig(chunk_strategy=strategy)  # type: ignore[arg-type]
-    with bounded(seconds=60, peak_mb=25):
+    with bounded(seconds=60, peak_mb=peak_mb):
         spans = chunk_spans(text, [], config)
     assert spans
     assert all(s.length <= config.max_chars for s in spans)
@@ -201,8 +208,12 @@ DOCUMENTS = {
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DOCUMENTS))
 def test_a_49_mb_one_line_and_a_36_mb_indented_document_finish_or_fail_alone_in_2_minutes_and_2_gb(
-    name: str, tmp_path: Path, runs_dir: Path
+    name: str, tmp_path: Path, runs_dir: Path, update_figures: bool
 ):
+    seconds = 240
+    rss_mb = 2048
+    documented("normalize.huge_documents.seconds", seconds, update=update_figures)
+    documented("normalize.huge_documents.rss_mb", rss_mb, update=update_figures)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "good.md").write_text(GOOD)
@@ -223,5 +234,5 @@ def test_a_49_mb_one_line_and_a_36_mb_indented_document_finish_or_fail_alone_in_
     assert result.chunks > 0
     # The goal is 2 minutes on these 2 cores (measured: 118 s while the machine was busy);
     # the bound is twice that so a CI machine shared with another job does not fail it.
-    assert result.seconds < 240
-    assert result.peak_rss_mb < 2048
+    assert result.seconds < seconds
+    assert result.peak_rss_mb < rss_mb

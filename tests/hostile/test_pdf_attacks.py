@@ -10,12 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.figures import documented
 from tests.hostile import pdfs
 from tests.hostile.support import hostile_config, run_pipeline_measured
 
 
 @pytest.mark.slow
-def test_looping_huge_and_deeply_nested_pdfs_fail_alone_in_bounded_time_and_memory(tmp_path: Path, runs_dir: Path):
+def test_looping_huge_and_deeply_nested_pdfs_fail_alone_in_bounded_time_and_memory(
+    tmp_path: Path, runs_dir: Path, update_figures: bool
+):
+    seconds = 180
+    documented("hostile.pdf_pages.seconds", seconds, update=update_figures)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "good.md").write_text("# Good\n\nThe one document that must be indexed.\n")
@@ -31,13 +36,17 @@ def test_looping_huge_and_deeply_nested_pdfs_fail_alone_in_bounded_time_and_memo
     assert codes.get("docs/deep.pdf") in {None, "PARSE_ERROR", "EMPTY_CONTENT"}
     # The one real page of "millions.pdf" is either extracted or the claim is refused; no ten-million-page loop.
     assert codes.get("docs/millions.pdf") in {None, "PARSE_ERROR"}
-    assert result.seconds < 180
+    assert result.seconds < seconds
     assert result.peak_rss_mb < 500  # a one-markdown-file run peaks at ~250 MB
     assert not pdf_parsers(result.parsers_loaded)
 
 
 @pytest.mark.slow
-def test_a_pdf_slower_than_the_time_limit_is_killed_reported_and_the_worker_replaced(tmp_path: Path, runs_dir: Path):
+def test_a_pdf_slower_than_the_time_limit_is_killed_reported_and_the_worker_replaced(
+    tmp_path: Path, runs_dir: Path, update_figures: bool
+):
+    seconds = 120
+    documented("hostile.pdf_slow.seconds", seconds, update=update_figures)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a-slow.pdf").write_bytes(pdfs.slow_page(400_000))
@@ -49,7 +58,7 @@ def test_a_pdf_slower_than_the_time_limit_is_killed_reported_and_the_worker_repl
     assert "3" in slow[0]["message"]  # the message names the limit that stopped it
     assert result.status == "partial"
     assert result.chunks > 0  # documents after the killed one were extracted by a fresh worker
-    assert result.seconds < 120
+    assert result.seconds < seconds
     assert result.peak_rss_mb < 500
     assert not pdf_parsers(result.parsers_loaded)
 

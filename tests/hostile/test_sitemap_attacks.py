@@ -10,6 +10,7 @@ from pathlib import Path
 
 from indexfoundry import api
 from indexfoundry.storage.layout import RunLayout
+from tests.figures import documented
 from tests.hostile.support import MB, bounded, everything_written
 from tests.hostile.test_xml_attacks import LAUGHS_DTD, SECRET, _sitemap, _xxe_dtd
 from tests.integration.connect_servers import body, serve_script
@@ -19,7 +20,15 @@ PAGE = (
 )
 
 
-def test_hostile_sitemaps_over_http_fail_alone_and_the_good_page_is_indexed(tmp_path: Path, runs_dir: Path):
+def test_hostile_sitemaps_over_http_fail_alone_and_the_good_page_is_indexed(
+    tmp_path: Path, runs_dir: Path, update_figures: bool
+):
+    seconds = 120
+    peak_mb = 300
+    loop_fetches = 2
+    documented("hostile.sitemaps_http.seconds", seconds, update=update_figures)
+    documented("hostile.sitemaps_http.peak_mb", peak_mb, update=update_figures)
+    documented("hostile.sitemaps_http.loop_fetches", loop_fetches, update=update_figures)
     secret = tmp_path / "secret.txt"
     secret.write_text(SECRET)
     routes = {
@@ -44,7 +53,7 @@ def test_hostile_sitemaps_over_http_fail_alone_and_the_good_page_is_indexed(tmp_
             "extract": {"workers": 0},
             "index": {"embedding_model": "hash"},
         }
-        with bounded(seconds=120, peak_mb=300):
+        with bounded(seconds=seconds, peak_mb=peak_mb):
             out = api.pipeline_run(config, runs_dir=runs_dir)
     layout = RunLayout(runs_dir / out.run_id)
     errors = [json.loads(line) for line in layout.errors_log.read_text().splitlines()]
@@ -54,6 +63,6 @@ def test_hostile_sitemaps_over_http_fail_alone_and_the_good_page_is_indexed(tmp_
     assert codes.get("xxe.xml") == "PARSE_ERROR"
     assert out.status == "partial"
     assert out.summary.chunks_indexed > 0  # the page of good.xml, reached through the looping index
-    assert served.statuses("/loop.xml").count(200) <= 2  # the index listing itself is not crawled forever
+    assert served.statuses("/loop.xml").count(200) <= loop_fetches  # the index listing itself is not crawled forever
     for path, data in everything_written(layout.root):
         assert SECRET.encode() not in data, path

@@ -23,6 +23,7 @@ from indexfoundry.backends.stores import chroma as chroma_store
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.layout import RunLayout
 from tests.conftest import REPO, folder_config, write_tree
+from tests.figures import documented
 from tests.waiting import wait_for
 
 DOCS = {
@@ -87,8 +88,10 @@ def server(tmp_path: Path) -> Iterator[ChromaServer]:
 # reported at garbage collection); nothing of IndexFoundry's is involved.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_chroma_server_killed_mid_upsert_is_a_recoverable_db_error_and_a_rerun_completes_without_duplicates(
-    server: ChromaServer, tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
+    server: ChromaServer, tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch, update_figures: bool
 ):
+    seconds = 180
+    documented("hostile.chroma_killed.seconds", seconds, update=update_figures)
     docs = write_tree(tmp_path / "docs", DOCS)
     config: dict[str, Any] = folder_config(
         docs,
@@ -115,7 +118,7 @@ def test_a_chroma_server_killed_mid_upsert_is_a_recoverable_db_error_and_a_rerun
     monkeypatch.setattr(chroma_store.ChromaStore, "upsert", upsert_then_lose_the_server)
     started = time.monotonic()
     first = api.pipeline_run(config, runs_dir=runs_dir)
-    assert time.monotonic() - started < 180  # no endless retry against a dead server
+    assert time.monotonic() - started < seconds  # no endless retry against a dead server
     assert first.status == "failed"
     assert first.phases["index"].status == "failed"
     status = api.status(first.run_id, runs_dir=runs_dir)

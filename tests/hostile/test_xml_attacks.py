@@ -14,6 +14,7 @@ import pytest
 
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.phases.connect.sitemap import gunzip_limited, parse_sitemap
+from tests.figures import documented
 from tests.hostile.support import MB, bounded, everything_written, hostile_config, run_pipeline_measured
 
 LAUGHS_DTD = (
@@ -34,9 +35,13 @@ def _sitemap(body: str, dtd: str = "") -> bytes:
     ).encode()
 
 
-def test_a_billion_laughs_sitemap_is_a_parse_error_in_bounded_time_and_memory():
+def test_a_billion_laughs_sitemap_is_a_parse_error_in_bounded_time_and_memory(update_figures: bool):
+    seconds = 5
+    peak_mb = 20
+    documented("hostile.laughs.seconds", seconds, update=update_figures)
+    documented("hostile.laughs.peak_mb", peak_mb, update=update_figures)
     data = _sitemap("<url><loc>http://x/&lol9;</loc></url>", LAUGHS_DTD)
-    with bounded(seconds=5, peak_mb=20), pytest.raises(IndexFoundryError) as caught:
+    with bounded(seconds=seconds, peak_mb=peak_mb), pytest.raises(IndexFoundryError) as caught:
         parse_sitemap(data, "http://127.0.0.1/sitemap.xml")
     assert caught.value.code == "PARSE_ERROR"
 
@@ -51,18 +56,24 @@ def test_an_external_entity_sitemap_is_a_parse_error_and_never_reads_the_file(tm
     assert SECRET not in str(caught.value) and SECRET not in str(caught.value.details)
 
 
-def test_a_sitemap_nested_a_hundred_thousand_levels_deep_parses_without_recursion_or_blowup():
+def test_a_sitemap_nested_a_hundred_thousand_levels_deep_parses_without_recursion_or_blowup(update_figures: bool):
+    seconds = 20
+    peak_mb = 200
+    documented("hostile.nested_sitemap.seconds", seconds, update=update_figures)
+    documented("hostile.nested_sitemap.peak_mb", peak_mb, update=update_figures)
     depth = 100_000
     data = _sitemap("<url><loc>http://x/a</loc></url>" + "<x>" * depth + "</x>" * depth)
-    with bounded(seconds=20, peak_mb=200):
+    with bounded(seconds=seconds, peak_mb=peak_mb):
         kind, locs = parse_sitemap(data, "http://127.0.0.1/sitemap.xml")
     assert (kind, locs) == ("urlset", ["http://x/a"])
 
 
-def test_a_gzipped_sitemap_bomb_stops_at_the_size_limit_without_inflating_it():
+def test_a_gzipped_sitemap_bomb_stops_at_the_size_limit_without_inflating_it(update_figures: bool):
+    peak_mb = 40
+    documented("hostile.gzip_bomb.peak_mb", peak_mb, update=update_figures)
     bomb = gzip.compress(b"\0" * (200 * MB), compresslevel=9)  # ~200 kB on the wire
     assert len(bomb) < MB
-    with bounded(seconds=10, peak_mb=40), pytest.raises(IndexFoundryError) as caught:
+    with bounded(seconds=10, peak_mb=peak_mb), pytest.raises(IndexFoundryError) as caught:
         gunzip_limited(bomb, 10 * MB, "http://127.0.0.1/sitemap.xml.gz")
     assert caught.value.code == "FILE_TOO_LARGE"
 
@@ -142,8 +153,14 @@ def xml_attack_folder(tmp_path: Path) -> tuple[Path, Path]:
 
 @pytest.mark.slow
 def test_xml_attacks_in_html_and_docx_fail_cleanly_or_parse_harmlessly_and_never_leak_a_local_file(
-    xml_attack_folder: tuple[Path, Path], tmp_path: Path, runs_dir: Path
+    xml_attack_folder: tuple[Path, Path], tmp_path: Path, runs_dir: Path, update_figures: bool
 ):
+    seconds = 300
+    rss_mb = 1200
+    text_mb = 2
+    documented("hostile.docx_bomb.seconds", seconds, update=update_figures)
+    documented("hostile.docx_bomb.parent_rss_mb", rss_mb, update=update_figures)
+    documented("hostile.xml_documents.text_mb", text_mb, update=update_figures)
     folder, _ = xml_attack_folder
     assert (folder / "bomb.docx").stat().st_size < 10 * MB
     result = run_pipeline_measured(hostile_config(folder, memory_mb=512), tmp_path, runs_dir, timeout=400)
@@ -153,13 +170,13 @@ def test_xml_attacks_in_html_and_docx_fail_cleanly_or_parse_harmlessly_and_never
     assert codes["docs/bomb.docx"] == "PARSE_ERROR"  # over the worker's memory limit
     for uri, code in codes.items():
         assert code in {"PARSE_ERROR", "EMPTY_CONTENT"}, (uri, code)
-    assert result.seconds < 300
+    assert result.seconds < seconds
     # The parent never inflates the 2 GB bomb (workers are capped at 512 MB). The bound is loose: the
     # parent's own peak varies with load and the phases' models (210 MB to 792 MB observed for this folder).
-    assert result.peak_rss_mb < 1200
+    assert result.peak_rss_mb < rss_mb
     run_root = runs_dir / result.run_id
     for path, data in everything_written(run_root):
         assert SECRET.encode() not in data, f"{path} holds the content of a local file read through an entity"
         if path.suffix == ".txt" and "extracted" in path.parts:
-            assert len(data) < 2 * MB, f"{path} looks like an expanded entity bomb"
+            assert len(data) < text_mb * MB, f"{path} looks like an expanded entity bomb"
             assert b"lolololol" * 20 not in data
