@@ -235,9 +235,9 @@ def _base_layout(root: Path, base: str | None, pipeline: str) -> RunLayout | Non
 
 def _recorded_base(layout: RunLayout) -> RunLayout | None:
     """The base run recorded in a run's manifest, when it still exists."""
-    from indexfoundry.storage.manifest import load_manifest
+    from indexfoundry.storage.manifest import read_manifest
 
-    base_id = load_manifest(layout).base_run_id
+    base_id = read_manifest(layout).base_run_id
     if base_id is None:
         return None
     base = RunLayout.for_run(layout.runs_dir, base_id)

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, overload
 from indexfoundry import __version__
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import GlobalConfig, PipelineConfig
-from indexfoundry.models.manifests import ErrorRecord, PhaseManifest, PhaseName
+from indexfoundry.models.manifests import ErrorRecord, PhaseManifest, PhaseName, RunManifest
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.storage.atomic import append_ndjson, iter_jsonl
 from indexfoundry.storage.layout import RunLayout
@@ -79,6 +79,9 @@ class PhaseContext:
     base_layout: RunLayout | None = None
     # This phase's last committed (completed) manifest in this run, when it is being rerun.
     previous_phase: PhaseManifest | None = None
+    # The run's manifest as its writer holds it (the runner's session: every phase entry but the
+    # running one is as committed), read instead of loading manifest.json again. None: the file.
+    manifest: RunManifest | None = None
     # Items a phase took unchanged from the base run, by phase name (see phases/extract/reuse.py).
     reuse_counts: dict[str, int] = field(default_factory=dict)
     errors: list[ErrorRecord] = field(default_factory=list)
@@ -212,10 +215,10 @@ def _rows(path: Path, keys: Sequence[str]) -> set[tuple[str, ...]]:
 
 def completed_phase(layout: RunLayout, name: PhaseName) -> PhaseManifest | None:
     """The completed entry of phase ``name`` in another run's manifest (None: missing, unreadable)."""
-    from indexfoundry.storage.manifest import load_manifest
+    from indexfoundry.storage.manifest import read_manifest
 
     try:
-        manifest = load_manifest(layout)
+        manifest = read_manifest(layout)
     except (IndexFoundryError, OSError, ValueError):
         return None
     phase = manifest.phases.get(name)
@@ -226,7 +229,7 @@ def upstream_artifact_hashes(ctx: PhaseContext, phase: PhaseName) -> list[str]:
     """Hashes of the artifacts the upstream ``phase`` recorded in the run manifest."""
     from indexfoundry.storage.manifest import load_manifest
 
-    manifest = load_manifest(ctx.layout)
+    manifest = ctx.manifest if ctx.manifest is not None else load_manifest(ctx.layout)
     upstream = manifest.phases.get(phase)
     if upstream is None or upstream.status != "completed":
         raise IndexFoundryError(

@@ -50,7 +50,7 @@ from indexfoundry.storage.manifest import (
     artifact_records,
     artifacts_verify,
     frozen_config,
-    load_manifest,
+    read_manifest,
     totals_of,
     write_frozen_config,
 )
@@ -378,9 +378,10 @@ def execute(
             base_layout=base_layout,
             executor=executor,
             openapi_writer=openapi_writer,
+            manifest=manifest,  # phases read their upstream's entry here, not from manifest.json again
         )
         run_guards = guards or RunGuards(max_shrink=config.max_shrink)
-        base_manifest = load_manifest(base_layout) if base_layout is not None else None
+        base_manifest = read_manifest(base_layout) if base_layout is not None else None
         if base_layout is not None:
             manifest.base_run_id = manifest.base_run_id or base_layout.run_id
         base_mark = in_use(layout.runs_dir, base_layout.run_id, "base") if base_layout else contextlib.nullcontext()

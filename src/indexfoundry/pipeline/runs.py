@@ -20,7 +20,7 @@ from indexfoundry.models.base import Strict
 from indexfoundry.models.ids import LATEST, is_latest, latest_of, latest_pipeline, pipeline_name_from
 from indexfoundry.models.manifests import ErrorRecord, PhaseName, RunManifest, RunStatus, Totals
 from indexfoundry.storage.layout import PHASES, RunLayout, is_run_id
-from indexfoundry.storage.manifest import load_manifest, lock_is_held, read_frozen_config
+from indexfoundry.storage.manifest import load_manifest, lock_is_held, read_frozen_config, read_manifest
 
 
 class PhaseStatusView(Strict):
@@ -53,7 +53,7 @@ class RunStatusOutput(Strict):
 
 def effective_status(layout: RunLayout) -> tuple[RunStatus, PhaseName | None]:
     """The run's status; a 'running' run whose process is gone is reported 'failed'."""
-    manifest = load_manifest(layout)
+    manifest = read_manifest(layout)
     if manifest.status == "running" and not lock_is_held(layout):
         return "failed", manifest.current_phase
     return manifest.status, None
@@ -163,7 +163,7 @@ def list_runs(
             continue
         layout = RunLayout(path)
         try:
-            manifest = load_manifest(layout)
+            manifest = read_manifest(layout)
             effective, died = effective_status(layout)
         except (IndexFoundryError, OSError, ValueError):
             continue
@@ -253,7 +253,7 @@ def becomes_latest(runs_dir: Path, run_id: str) -> bool:
     no run of that pipeline created after it has finished. (A rerun of an older run never takes
     ``latest`` back.)"""
     layout = RunLayout.for_run(runs_dir, run_id)
-    pipeline = pipeline_of(layout, load_manifest(layout)) if layout.manifest.is_file() else None
+    pipeline = pipeline_of(layout, read_manifest(layout)) if layout.manifest.is_file() else None
     for item in list_runs(runs_dir, limit=1_000_000, pipeline=pipeline):
         if item.run_id == run_id:
             return True

@@ -220,16 +220,28 @@ def dump_commit_json(value: Any) -> str:
 
 def _orjson_safe(value: Any) -> bool:
     """True when orjson writes ``value`` exactly as ``dump_json`` does (strings, ints, bools,
-    None, floats printed the same way, string-keyed objects, lists)."""
+    None, floats printed the same way, string-keyed objects, lists). A manifest is mostly
+    strings (tens of thousands of artifact paths and hashes): those are passed over in bulk."""
     stack = [value]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            extend([v for v in item.values() if type(v) is not str])
+        elif kind is list:
+            extend([v for v in item if type(v) is not str])
+        elif kind is str or kind is bool or item is None:
+            continue
+        elif isinstance(item, dict):  # subclasses: the general rules
             if not all(type(k) is str for k in item):
                 return False
-            stack.extend(item.values())
+            extend(item.values())
         elif isinstance(item, list):
-            stack.extend(item)
+            extend(item)
         elif not _orjson_scalar(item):
             return False
     return True
@@ -267,17 +279,27 @@ def atomic_write_jsonl(path: Path, rows: Iterable[Any]) -> int:
     return len(lines)
 
 
+def loads_json(text: str) -> Any:
+    """``json.loads``, by orjson where it reads the same values (2x faster on the rows of a large
+    run); what orjson refuses and the json module reads (NaN, numbers past 64 bits, lone
+    surrogates) goes through the json module, whose errors are raised."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """Yield each JSON object of a JSONL file."""
     with path.open("r", encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
-                yield json.loads(line)
+                yield loads_json(line)
 
 
 def read_json(path: Path) -> Any:
     """Read a JSON document."""
-    return json.loads(path.read_text(encoding="utf-8"))
+    return loads_json(path.read_text(encoding="utf-8"))
 
 
 def append_ndjson(path: Path, value: Any) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +37,41 @@ def load_manifest(layout: RunLayout) -> RunManifest:
             f"manifest of run {layout.run_id} is invalid: {exc.errors()[0].get('msg')}",
             suggestion="The run folder was edited or damaged; start a new run",
         ) from None
+
+
+# Manifests read and not changed, shared in this process by file stat (storage/filehashes.py's
+# rule: a manifest modified within RACY_NS of being read is never kept). A large run's manifest
+# lists every artifact, so parsing it is not free, and a run reads its base's and its siblings'
+# several times. Few are kept: each holds a run's artifact list in memory.
+_SHARED: OrderedDict[str, tuple[tuple[int, ...], RunManifest]] = OrderedDict()
+_SHARED_LOCK = threading.Lock()
+_SHARED_SIZE = 4
+RACY_NS = 2_000_000_000
+
+
+def read_manifest(layout: RunLayout) -> RunManifest:
+    """``load_manifest`` for a reader that does not change it: the same object for every such
+    reader in this process while the file's stat is unchanged (a commit replaces the file). The
+    result must not be modified; a writer opens a ``RunSession``, which loads its own."""
+    try:
+        info = os.stat(layout.manifest)
+    except OSError:
+        return load_manifest(layout)  # raises what a missing manifest raises
+    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    key = str(layout.manifest)
+    with _SHARED_LOCK:
+        hit = _SHARED.get(key)
+        if hit is not None and hit[0] == stamp:
+            _SHARED.move_to_end(key)
+            return hit[1]
+    manifest = load_manifest(layout)
+    if time.time_ns() - info.st_mtime_ns > RACY_NS:
+        with _SHARED_LOCK:
+            _SHARED[key] = (stamp, manifest)
+            _SHARED.move_to_end(key)
+            while len(_SHARED) > _SHARED_SIZE:
+                _SHARED.popitem(last=False)
+    return manifest
 
 
 def artifact_record(layout: RunLayout, path: Path, records: int | None = None) -> ArtifactRecord:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from indexfoundry.storage.atomic import loads_json
 from indexfoundry.storage.layout import cache_dir
 
 _SCHEMA = """
@@ -55,7 +56,7 @@ class WorkCache:
             marks = ",".join("?" * len(batch))
             rows = self._db.execute(f"SELECT key, value FROM work WHERE kind = ? AND key IN ({marks})", [kind, *batch])
             for key, value in rows:
-                found[key] = json.loads(value)
+                found[key] = loads_json(value)
         return found
 
     def put_many(self, kind: str, items: dict[str, Any]) -> None:

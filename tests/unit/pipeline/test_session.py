@@ -88,3 +88,24 @@ def test_exactly_one_module_writes_manifest_json():
         p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if _writes_the_manifest(ast.parse(p.read_text()))
     )
     assert writers == ["pipeline/session.py"]
+
+
+def test_readers_share_an_old_manifest_until_a_commit_replaces_it(tmp_path: Path):
+    import os
+
+    from indexfoundry.storage.manifest import read_manifest
+
+    layout = RunLayout(tmp_path / "runs" / "0190a1b2-0000-7000-8000-000000000009")
+    RunSession.create(layout, _config(tmp_path))
+    fresh = read_manifest(layout)
+    assert read_manifest(layout) is not fresh and read_manifest(layout) == fresh  # just written: read again
+    old = 1_600_000_000 * 10**9
+    os.utime(layout.manifest, ns=(old, old))
+    shared = read_manifest(layout)
+    assert read_manifest(layout) is shared  # unchanged since long ago: parsed once
+    with RunSession.open(layout) as session:
+        session.manifest.base_run_id = "0190a1b2-0000-7000-8000-00000000000a"
+        session.commit()
+    after = read_manifest(layout)
+    assert after is not shared and after.base_run_id == "0190a1b2-0000-7000-8000-00000000000a"
+    assert after == load_manifest(layout)

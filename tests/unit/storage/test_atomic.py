@@ -108,6 +108,8 @@ def test_the_commit_json_is_the_pretty_json_byte_for_byte():
     values = [
         {"b": [1, 2.5, {"c": None, "é": "ü\u2028\x01"}], "a": {}, "e": [], "f": -0.0, "t": True},
         {"tiny": 1e-7, "huge": 1e300, "big": 2**70},
+        {"deep": [["a", ["b", [1e17]]]], "keys": {"x": {1: "int key"}}},
+        [{"path": f"raw/{n}.md", "sha256": "0" * 64, "records": n} for n in range(50)] + [[2**64]],
         [],
         "text",
     ]
@@ -115,3 +117,21 @@ def test_the_commit_json_is_the_pretty_json_byte_for_byte():
         assert dump_commit_json(value) == dump_json(value)
     with pytest.raises(ValueError):
         dump_commit_json({"nan": float("nan")})
+
+
+def test_json_is_read_as_the_json_module_reads_it():
+    import json
+
+    from indexfoundry.storage.atomic import loads_json
+
+    texts = [
+        '{"a": 1, "b": [1.5, -0.0, 1e-7, 12345678901234567890], "c": null, "d": "\\u00e9\\u2028"}',
+        '{"big": 123456789012345678901234567890, "nan": NaN, "inf": -Infinity, "huge": 1e400}',
+        '{"lone": "\\ud800", "dup": 1, "dup": 2}',
+        "[]",
+        '"text"',
+    ]
+    for text in texts:
+        assert repr(loads_json(text)) == repr(json.loads(text))
+    with pytest.raises(ValueError):
+        loads_json('{"cut": ')

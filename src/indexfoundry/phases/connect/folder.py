@@ -135,11 +135,17 @@ def _walk(root: Path, source: FolderSource) -> list[_Candidate | tuple[str, Inde
                 )
                 continue
             try:
-                # os.path.realpath raises OSError (ELOOP) on a symlink loop; Path.resolve raises RuntimeError.
-                real = Path(os.path.realpath(path, strict=True))
-                if real != real_root and real_root not in real.parents:
-                    continue  # a symlink pointing out of the root is never followed
-                info = real.stat()
+                info = os.lstat(path)
+                if stat.S_ISLNK(info.st_mode):
+                    # os.path.realpath raises OSError (ELOOP) on a symlink loop; Path.resolve raises RuntimeError.
+                    real = Path(os.path.realpath(path, strict=True))
+                    if real != real_root and real_root not in real.parents:
+                        continue  # a symlink pointing out of the root is never followed
+                    info = real.stat()
+                else:
+                    # Not a link, under folders the walk entered (it never enters a linked one):
+                    # its real path is the root's, joined, and its lstat is its stat.
+                    real = real_root / relative
             except OSError as exc:
                 entries.append((uri, _unreadable(uri, exc)))
                 continue

@@ -114,10 +114,10 @@ class IndexPhase(Phase):
 def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:
     """Copy the base run's embedded store when it holds this model's vectors with the same
     store settings (``--base`` runs then write only what changed)."""
-    from indexfoundry.storage.manifest import load_manifest, load_run_config
+    from indexfoundry.storage.manifest import load_run_config, read_manifest
 
     try:
-        entry = load_manifest(base).phases.get("index")
+        entry = read_manifest(base).phases.get("index")
         same = (
             entry is not None
             and entry.status == "completed"
