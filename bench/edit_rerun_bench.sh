@@ -1,0 +1,33 @@
+#!/bin/bash
+# One-file edit rerun, interleaved rounds: the in-place rerun (--run-id of the run) and the
+# --base latest rerun after appending a paragraph to one file, for two source trees (e.g. a
+# worktree of an older commit and this one), each step one `indexfoundry pipeline run` process.
+#   bench/edit_rerun_bench.sh BASE_SRC NEW_SRC RUNS_DIR CONFIG FILE [ROUNDS]
+# RUNS_DIR holds one completed run of CONFIG (its sources must be writable copies, never the
+# shared corpora); FILE is one of its source files. Each step runs on a fresh copy of RUNS_DIR and
+# puts FILE back afterwards. Prints: round, variant, mode, wall seconds, 1-minute load average,
+# and the manifest's milliseconds per phase.
+set -eu
+base_src=$1 new_src=$2 runs=$3 config=$4 file=$5 rounds=${6:-3}
+py=${PYTHON:-.venv/bin/python}
+run_id=$(ls "$runs" | grep -v '^\.' | head -1)
+work=$(mktemp -d)
+cp "$file" "$work/original"
+trap 'cp "$work/original" "$file"; rm -rf "$work"' EXIT
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+for round in $(seq 1 "$rounds"); do
+  for mode in in_place base; do
+    for variant in base new; do
+      if [ "$variant" = base ]; then src=$base_src; else src=$new_src; fi
+      rm -rf "$work/runs"; cp -a "$runs" "$work/runs"
+      cp "$work/original" "$file"; printf '\n\nA new closing paragraph, round %s.\n' "$round" >> "$file"
+      args=(pipeline run "$config" --runs-dir "$work/runs" --json)
+      if [ "$mode" = in_place ]; then args+=(--run-id "$run_id"); else args+=(--base latest --allow-shrink); fi
+      s=$(date +%s.%N)
+      PYTHONPATH=$src "$py" -m indexfoundry "${args[@]}" > "$work/out.json" 2>/dev/null || true
+      e=$(date +%s.%N)
+      phases=$("$py" -c "import json,sys; d=json.load(open(sys.argv[1])); print(' '.join(f\"{k}={v['duration_ms']}\" for k, v in d['phases'].items()))" "$work/out.json")
+      echo "round=$round variant=$variant $mode $(echo "$e - $s" | bc) s load $(cut -d' ' -f1 /proc/loadavg) $phases"
+    done
+  done
+done
