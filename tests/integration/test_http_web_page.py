@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,17 @@ pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists() or shutil.which("chromium") is None,
     reason="Debian's chromium is not installed (scripts/setup.sh --dev installs it)",
 )
+
+
+@contextlib.contextmanager
+def local_only_page(page: Any, root: str) -> Iterator[Any]:
+    """A new page of the module's browser in its own context, which fetches nothing outside ``root``."""
+    context = page.context.browser.new_context()
+    try:
+        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(root) else route.abort())
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 @pytest.fixture(scope="module")
@@ -97,21 +109,13 @@ def test_hostile_markdown_in_a_result_runs_no_script(page: Any, tmp_path: Path):
         "<script>window.pwned=3</script> evil words\n"
     }
     run_id = make_run(tmp_path, docs)
-    with live_server(tmp_path / "runs", run_id) as live:
-        context = page.context.browser.new_context()  # the module's browser, its own allow-list
-        try:
-            context.route(
-                "**/*", lambda route: route.continue_() if route.request.url.startswith(live.root) else route.abort()
-            )
-            evil = context.new_page()
-            evil.goto(live.root + "/?q=evil+words")
-            evil.wait_for_selector("#results li.result")
-            assert evil.evaluate("window.pwned") is None
-            assert evil.locator("#results script, #results img[onerror]").count() == 0
-            hrefs = evil.eval_on_selector_all("#results a", "els => els.map(e => e.getAttribute('href'))")
-            assert not any(h and h.lower().startswith("javascript:") for h in hrefs)
-        finally:
-            context.close()
+    with live_server(tmp_path / "runs", run_id) as live, local_only_page(page, live.root) as evil:
+        evil.goto(live.root + "/?q=evil+words")
+        evil.wait_for_selector("#results li.result")
+        assert evil.evaluate("window.pwned") is None
+        assert evil.locator("#results script, #results img[onerror]").count() == 0
+        hrefs = evil.eval_on_selector_all("#results a", "els => els.map(e => e.getAttribute('href'))")
+        assert not any(h and h.lower().startswith("javascript:") for h in hrefs)
 
 
 def test_the_page_answers_head(server: LiveServer):
@@ -150,25 +154,17 @@ def test_a_snippet_cut_inside_a_code_block_still_renders_its_code_as_code(page: 
     code = "\n".join(f"widget.configure(part={n}, colour='blue')  # step {n}" for n in range(30))
     docs = {"code.md": f"# Code\n\nIntro about the widget.\n\n```python\n{code}\n```\n\nAfter the code, prose.\n"}
     run_id = make_run(tmp_path, docs, normalize={"chunk_strategy": "recursive", "max_chars": 400})
-    with live_server(tmp_path / "runs", run_id) as live:
-        context = page.context.browser.new_context()
-        try:
-            context.route(
-                "**/*", lambda route: route.continue_() if route.request.url.startswith(live.root) else route.abort()
-            )
-            view = context.new_page()
-            view.goto(live.root + "/?q=widget+configure+step&mode=keyword")
-            view.wait_for_selector("#results li.result")
-            texts = view.locator("#results li.result .text")
-            shown = [texts.nth(n).inner_text() for n in range(texts.count())]
-            assert shown and not any("```" in t for t in shown)  # no fence shown as text
-            codes = view.locator("#results li.result .text pre code").all_inner_texts()
-            assert any("part=0," in c for c in codes)  # the first chunk ends inside the block
-            last = next(n for n, t in enumerate(shown) if "After the code" in t)
-            assert "part=29," in texts.nth(last).locator("pre code").inner_text()  # the last begins inside it
-            assert "After the code" in texts.nth(last).locator("p").last.inner_text()
-        finally:
-            context.close()
+    with live_server(tmp_path / "runs", run_id) as live, local_only_page(page, live.root) as view:
+        view.goto(live.root + "/?q=widget+configure+step&mode=keyword")
+        view.wait_for_selector("#results li.result")
+        texts = view.locator("#results li.result .text")
+        shown = [texts.nth(n).inner_text() for n in range(texts.count())]
+        assert shown and not any("```" in t for t in shown)  # no fence shown as text
+        codes = view.locator("#results li.result .text pre code").all_inner_texts()
+        assert any("part=0," in c for c in codes)  # the first chunk ends inside the block
+        last = next(n for n, t in enumerate(shown) if "After the code" in t)
+        assert "part=29," in texts.nth(last).locator("pre code").inner_text()  # the last begins inside it
+        assert "After the code" in texts.nth(last).locator("p").last.inner_text()
 
 
 def test_every_chunk_of_a_real_long_code_block_renders_as_code_in_its_language(
@@ -188,12 +184,7 @@ def test_every_chunk_of_a_real_long_code_block_renders_as_code_in_its_language(
         results = answer.json()["results"]
         inside = [n for n, r in enumerate(results) if r.get("fence")]
         assert len(inside) >= 2 and {results[n]["fence"] for n in inside} == {"```python"}
-        context = page.context.browser.new_context()
-        try:
-            context.route(
-                "**/*", lambda route: route.continue_() if route.request.url.startswith(live.root) else route.abort()
-            )
-            view = context.new_page()
+        with local_only_page(page, live.root) as view:
             view.goto(live.root + "/?mode=keyword")
             view.fill("#query", query)
             view.fill("#top-k", "30")
@@ -210,5 +201,3 @@ def test_every_chunk_of_a_real_long_code_block_renders_as_code_in_its_language(
                 assert "language-python" in (code.get_attribute("class") or "")
                 paragraphs = " ".join(texts.nth(n).locator("p").all_inner_texts())
                 assert first not in paragraphs
-        finally:
-            context.close()

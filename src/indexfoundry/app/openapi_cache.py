@@ -25,9 +25,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 import indexfoundry
+from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.workcache import WorkCache
 
 # The libraries whose output the document is (FastAPI's generator, the models' JSON schemas).
@@ -63,21 +62,10 @@ def cache_kind() -> str:
     return f"openapi/{code_digest()}"
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
-
-
 def spec_key(surface: object, inputs: Any) -> str:
     """The key of the document ``surface`` generates from ``inputs`` (models, lists, dicts, scalars)."""
     kind = type(surface)
-    text = json.dumps([f"{kind.__module__}.{kind.__qualname__}", _plain(inputs)], sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_json([f"{kind.__module__}.{kind.__qualname__}", inputs])
 
 
 def stored_spec(runs_dir: Path, key: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:

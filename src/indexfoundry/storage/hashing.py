@@ -14,11 +14,18 @@ from typing import Any
 from pydantic import BaseModel
 
 
-def canonical_json(value: Any) -> str:
-    """Serialise ``value`` to canonical JSON text (sorted keys, compact, UTF-8 kept)."""
+def _model_json(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return value.model_dump(mode="json")
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise ``value`` to canonical JSON text (sorted keys, compact, UTF-8 kept); pydantic
+    models, at any depth, as their JSON dump."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_model_json
+    )
 
 
 def sha256_bytes(data: bytes) -> str:

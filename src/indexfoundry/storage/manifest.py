@@ -21,7 +21,7 @@ from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.manifests import ArtifactRecord, PhaseName, RunManifest, Totals
 from indexfoundry.storage.artifacts import check_schema_version
 from indexfoundry.storage.atomic import atomic_write_json, read_json
-from indexfoundry.storage.filehashes import file_sha256, file_sha256_many
+from indexfoundry.storage.filehashes import RACY_NS, file_sha256, file_sha256_many
 from indexfoundry.storage.hashing import sha256_file
 from indexfoundry.storage.layout import RunLayout
 
@@ -40,13 +40,12 @@ def load_manifest(layout: RunLayout) -> RunManifest:
 
 
 # Manifests read and not changed, shared in this process by file stat (storage/filehashes.py's
-# rule: a manifest modified within RACY_NS of being read is never kept). A large run's manifest
+# rule and bound: a manifest modified within RACY_NS of being read is never kept). A large run's manifest
 # lists every artifact, so parsing it is not free, and a run reads its base's and its siblings'
 # several times. Few are kept: each holds a run's artifact list in memory.
 _SHARED: OrderedDict[str, tuple[tuple[int, ...], RunManifest]] = OrderedDict()
 _SHARED_LOCK = threading.Lock()
 _SHARED_SIZE = 4
-RACY_NS = 2_000_000_000
 
 
 def read_manifest(layout: RunLayout) -> RunManifest:
