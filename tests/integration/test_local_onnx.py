@@ -21,6 +21,7 @@ import pytest
 
 from indexfoundry.backends.embedding.base import embedding_backend, l2_normalize
 from indexfoundry.backends.embedding.local import local_st_embedder
+from indexfoundry.backends.embedding.onnx_fused import has_vnni
 from indexfoundry.backends.embedding.providers import resolve_embedder
 
 pytestmark = pytest.mark.model
@@ -110,11 +111,16 @@ def test_the_fp32_file_matches_sentence_transformers_and_both_read_256_tokens(on
     assert float(cosines.min()) > 0.9999
 
 
-def test_the_default_int8_file_stays_within_cosine_0_995_of_fp32_on_documentation_texts(onnx, fp32):
+def test_the_default_int8_file_stays_close_to_fp32_on_documentation_texts(onnx, fp32):
     texts = corpus_texts(48) + TEXTS[:-1]
     cosines = (l2_normalize(onnx.embed(texts)) * l2_normalize(fp32.embed(texts))).sum(axis=1)
-    # bench/embed_bench.py, 300 texts of the corpora's markdown docs: 0.9985 at the lowest.
-    assert float(cosines.min()) > 0.995 and float(cosines.mean()) > 0.998
+    if has_vnni():
+        # bench/embed_bench.py, 300 texts of the corpora's markdown docs: 0.9985 at the lowest.
+        assert float(cosines.min()) > 0.995 and float(cosines.mean()) > 0.998
+    else:
+        # Without VNNI the file has 7-bit weights (onnx_fused.weight_bits): on an AVX2-only
+        # AMD EPYC these texts gave 0.9927 at the lowest and 0.9969 on average.
+        assert float(cosines.min()) > 0.99 and float(cosines.mean()) > 0.996
 
 
 def test_the_default_int8_file_ranks_documentation_texts_as_fp32_does(onnx, fp32):

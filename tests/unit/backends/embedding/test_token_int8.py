@@ -12,6 +12,7 @@ import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from indexfoundry.backends.embedding.onnx_fused import weight_bits
 from indexfoundry.backends.embedding.token_int8 import quantize_rows
 
 K, N = 64, 48
@@ -75,12 +76,16 @@ def test_a_rows_result_does_not_depend_on_the_other_rows_of_the_batch():
 
 
 def test_the_result_stays_close_to_fp32_even_for_rows_of_very_different_scales():
+    # With the weight bits the product uses on this CPU (``weight_bits``): 8 with VNNI; without
+    # it 7, since ONNX Runtime's AVX2 kernel saturates int16 pair sums of 8-bit weights (here that
+    # is a relative error of 0.23). A 7-bit weight has twice the step of an 8-bit one.
+    bits = weight_bits()
     reference_model, model = graph(), graph()
-    quantize_rows(model)
+    quantize_rows(model, bits)
     x = inputs()
     expected, got = run(reference_model, x), run(model, x)
     error = np.linalg.norm(got - expected, axis=-1) / np.linalg.norm(expected, axis=-1)
-    assert float(error.max()) < 0.03
+    assert float(error.max()) < (0.03 if bits == 8 else 0.04)
 
 
 def test_seven_bit_weights_stay_within_63_and_eight_bit_ones_use_127():
