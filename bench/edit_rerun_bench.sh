@@ -1,7 +1,8 @@
 #!/bin/bash
-# One-file edit rerun, interleaved rounds: the in-place rerun (--run-id of the run) and the
-# --base latest rerun after appending a paragraph to one file, for two source trees (e.g. a
-# worktree of an older commit and this one), each step one `indexfoundry pipeline run` process.
+# One-file edit rerun, interleaved rounds: the in-place rerun (--run-id of the run), the
+# --base latest rerun and the plain rerun (a new run, no --base: a nightly `pipeline run
+# config.yaml`) after appending a paragraph to one file, for two source trees (e.g. a worktree of
+# an older commit and this one), each step one `indexfoundry pipeline run` process.
 #   bench/edit_rerun_bench.sh BASE_SRC NEW_SRC RUNS_DIR CONFIG FILE [ROUNDS]
 # RUNS_DIR holds one completed run of CONFIG (its sources must be writable copies, never the
 # shared corpora); FILE is one of its source files. Each step runs on a fresh copy of RUNS_DIR and
@@ -16,13 +17,13 @@ cp "$file" "$work/original"
 trap 'cp "$work/original" "$file"; rm -rf "$work"' EXIT
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 for round in $(seq 1 "$rounds"); do
-  for mode in in_place base; do
+  for mode in in_place base plain; do
     for variant in base new; do
       if [ "$variant" = base ]; then src=$base_src; else src=$new_src; fi
       rm -rf "$work/runs"; cp -a "$runs" "$work/runs"
       cp "$work/original" "$file"; printf '\n\nA new closing paragraph, round %s.\n' "$round" >> "$file"
       args=(pipeline run "$config" --runs-dir "$work/runs" --json)
-      if [ "$mode" = in_place ]; then args+=(--run-id "$run_id"); else args+=(--base latest --allow-shrink); fi
+      if [ "$mode" = in_place ]; then args+=(--run-id "$run_id"); elif [ "$mode" = base ]; then args+=(--base latest --allow-shrink); fi
       s=$(date +%s.%N)
       PYTHONPATH=$src "$py" -m indexfoundry "${args[@]}" > "$work/out.json" 2>/dev/null || true
       e=$(date +%s.%N)

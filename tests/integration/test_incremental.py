@@ -194,7 +194,7 @@ def test_a_base_run_after_one_edit_copies_the_base_store_and_upserts_only_that_f
     edited = [c for c in iter_jsonl(layout_b.chunks) if c["source"]["uri"] == "docs/section2/doc042.md"]
     changed = [c for c in edited if "rewritten" in c["content"]["text"]]
     # The store started as the base's: only the edited chunk is written, its old version pruned.
-    assert stats["store_copied_from_base"] is True
+    assert stats["store_copied_from"] == first.run_id
     assert (stats["store_writes"], stats["store_pruned"]) == (len(changed), 1) == (1, 1)
     assert verify_run(second.run_id, runs_dir).ok
     assert verify_run(first.run_id, runs_dir).ok  # the base's own store is untouched
@@ -215,3 +215,44 @@ def test_a_base_run_after_one_edit_copies_the_base_store_and_upserts_only_that_f
                 assert store.query(vectors[chunk_id], 1)[0].id == chunk_id
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("provider", ["chroma", "local"])
+def test_a_plain_rerun_after_one_edit_starts_from_the_latest_store_and_ends_like_a_fresh_run(
+    hundred: Path, runs_dir: Path, tmp_path: Path, provider: str
+):
+    """A nightly ``pipeline run config.yaml`` without ``--base`` follows the 'latest' it replaces:
+    it copies that run's unchanged extractions and starts from its store, so it extracts one file
+    and writes only the edited chunk, and its artifacts and store are those of a run from scratch.
+    A forced run, or one with another model, starts from an empty store."""
+    from indexfoundry.app.tools.index import verify_run
+
+    config = folder_config(hundred, index={"embedding_model": "hash", "vector_db": {"provider": provider}})
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    (hundred / "section1/doc041.md").write_text(_doc(41, "Usage note 41 was rewritten: call widget 41 twice."))
+    second = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    assert second.status == "completed" and second.run_id != first.run_id
+    layout = RunLayout(runs_dir / second.run_id)
+    manifest = load_manifest(layout)
+    assert manifest.base_run_id is None  # a plain run has no base; it only takes what is unchanged
+    assert (manifest.phases["extract"].details["reused"], manifest.phases["extract"].details["new"]) == (99, 1)
+    stats = manifest.phases["index"].stats
+    assert stats["store_copied_from"] == first.run_id
+    assert (stats["store_writes"], stats["store_pruned"]) == (1, 1)
+    assert verify_run(second.run_id, runs_dir).ok and verify_run(first.run_id, runs_dir).ok
+    store = open_run_store(layout, load_run_config(layout))
+    try:
+        assert set(store.all_ids()) == {c["chunk_id"] for c in iter_jsonl(layout.chunks)}
+    finally:
+        store.close()
+
+    fresh = api.pipeline_run(config, runs_dir=tmp_path / "fresh", embedder=RecordingEmbedder())
+    assert artifact_bytes(RunLayout(tmp_path / "fresh" / fresh.run_id)) == artifact_bytes(layout)
+
+    forced = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder(), force=True)
+    forced_stats = load_manifest(RunLayout(runs_dir / forced.run_id)).phases["index"].stats
+    assert forced_stats["store_copied_from"] is None and forced_stats["store_writes"] == stats["vectors"]
+    other_model = folder_config(hundred, index={"embedding_model": "hash:64", "vector_db": {"provider": provider}})
+    moved = api.pipeline_run(other_model, runs_dir=runs_dir)
+    assert moved.status == "completed"
+    assert load_manifest(RunLayout(runs_dir / moved.run_id)).phases["index"].stats["store_copied_from"] is None

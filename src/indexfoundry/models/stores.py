@@ -62,7 +62,8 @@ class StoreProvider:
       (a cluster's workers write server stores; embedded ones are written by the driver).
     - ``run_path``: the ``RunLayout`` property of its place inside the run when embedded, and
       ``location_key``, the connection key that names another place instead.
-    - ``copies_base``: a ``--base`` run may start from a copy of its base run's embedded store.
+    - ``copies_base``: a ``--base`` run (or a plain rerun, of the 'latest' it replaces) may start
+      from a copy of that run's embedded store.
     - ``contains``: its query translates ``$contains`` (the others have it checked after the query).
     - ``keyword_option``: the connection key that moves keyword search into the store.
     - ``releases_runs``: ``run cleanup`` frees what a removed run holds in it (its

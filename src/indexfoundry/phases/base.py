@@ -77,6 +77,10 @@ class PhaseContext:
     # Test and library hook: an embedder instance to use instead of the configured one.
     embedder_override: Any = None
     base_layout: RunLayout | None = None
+    # The completed run this one follows: its base, or without one the 'latest' that a plain
+    # rerun of the same sources replaces. Unchanged extractions are copied from it and the index
+    # phase starts from its embedded store (same store settings and model), as with ``--base``.
+    follows: RunLayout | None = None
     # This phase's last committed (completed) manifest in this run, when it is being rerun.
     previous_phase: PhaseManifest | None = None
     # The run's manifest as its writer holds it (the runner's session: every phase entry but the

@@ -343,6 +343,7 @@ def execute(
     progress: Any = None,
     embedder_override: Any = None,
     base_layout: RunLayout | None = None,
+    follows: RunLayout | None = None,
     guards: RunGuards | None = None,
     executor: Executor = LOCAL,
     phase_runner: PhaseRunner = run_phase_body,
@@ -354,6 +355,8 @@ def execute(
     (pipeline/guards.py) fail a run that comes out empty or shrinks too much against its base.
     ``executor`` (``phases/executor.py``) runs the phases' per-document and per-batch work; the
     caller opens and closes it (``LOCAL``: here, limited work in workers started per call).
+    ``follows`` is the completed run a plain rerun replaces as 'latest' (default: the base):
+    unchanged extractions and the embedded store are taken from it (``PhaseContext.follows``).
     ``phase_runner`` runs one phase (default: ``phase.run(ctx)``; tests wrap it).
     ``openapi_writer`` writes served/openapi.json for the serve phase (``app.serving.write_openapi``:
     a phase does not import the HTTP app).
@@ -376,6 +379,7 @@ def execute(
             progress=progress or NullProgress(),
             embedder_override=embedder_override,
             base_layout=base_layout,
+            follows=follows or base_layout,
             executor=executor,
             openapi_writer=openapi_writer,
             manifest=manifest,  # phases read their upstream's entry here, not from manifest.json again
@@ -384,7 +388,9 @@ def execute(
         base_manifest = read_manifest(base_layout) if base_layout is not None else None
         if base_layout is not None:
             manifest.base_run_id = manifest.base_run_id or base_layout.run_id
-        base_mark = in_use(layout.runs_dir, base_layout.run_id, "base") if base_layout else contextlib.nullcontext()
+        # The run this one follows (its base, or the 'latest' it replaces) is in use: 'run cleanup' keeps it.
+        used = ctx.follows
+        base_mark = in_use(layout.runs_dir, used.run_id, "base") if used else contextlib.nullcontext()
         with base_mark:
             results, failed = _run_phases(ctx, session, phases, forced, phase_runner, run_guards, base_manifest)
         _finish(ctx, manifest, failed)

@@ -375,10 +375,11 @@ def run_store_path(config: VectorDbConfig, layout: RunLayout) -> Path | None:
 
 
 def seed_from_base(config: VectorDbConfig, layout: RunLayout, base: RunLayout) -> bool:
-    """Start a ``--base`` run's embedded store as a copy of its base run's, so its upsert writes
-    only the changes (and prunes what is gone) instead of every vector. The caller checks that
-    the base was indexed with the same store settings and model; the upsert still compares
-    every row and verifies the store against the run. False when there is nothing to copy."""
+    """Start a run's embedded store as a copy of another run's (its base, or the 'latest' a
+    plain rerun replaces), so its upsert writes only the changes (and prunes what is gone)
+    instead of every vector. The caller checks that ``base`` was indexed with the same store
+    settings and model; the upsert still compares every row and verifies the store against the
+    run. False when there is nothing to copy or the copy failed (the run then writes every vector)."""
     import shutil
 
     source, target = run_store_path(config, base), run_store_path(config, layout)
@@ -386,7 +387,11 @@ def seed_from_base(config: VectorDbConfig, layout: RunLayout, base: RunLayout) -
         return False
     staging = target.with_name(f".{target.name}.seeding")
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source, staging)
+    try:
+        shutil.copytree(source, staging)
+    except (OSError, shutil.Error):  # e.g. the other run was removed meanwhile
+        shutil.rmtree(staging, ignore_errors=True)
+        return False
     staging.replace(target)
     return True
 

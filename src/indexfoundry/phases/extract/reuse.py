@@ -3,7 +3,8 @@ from the base run (or from the run's own last committed phase).
 
 - connect: the connect phase itself uses ``ctx.base_layout`` (conditional requests for URLs;
   folder files are only copied).
-- extract: a raw file with the same SHA-256 (and uri and per-source options) as in the base run,
+- extract: a raw file with the same SHA-256 (and uri and per-source options) as in the base run
+  (without one, the 'latest' a plain rerun of the same sources replaces: ``ctx.follows``),
   extracted there under the same extract config hash, phase version and extractor versions, is
   not extracted again: its text files are hard-linked (or copied) and its document records
   copied (``ExtractReuse``: the base run's extraction read once per phase run, the files it
@@ -99,14 +100,12 @@ def _extract_index(ctx: PhaseContext) -> _ExtractIndex | None:
     phase = ExtractPhase()
     config_hash = sha256_json(phase.config_slice(ctx.config))
     tools_hash = sha256_json({"version": phase.version, "tools": phase.tool_versions()})
-    base = ctx.base_layout
-    if base is None:
+    base = ctx.follows
+    if ctx.base_layout is None and ctx.previous_phase is not None:
         # A rerun in place reuses its own last committed extraction the same way: the raw
         # manifest connect just wrote decides which files are unchanged (same uri, hash,
         # options), the committed manifest's artifact hashes which files may be copied.
         previous = ctx.previous_phase
-        if previous is None:
-            return None
         if previous.config_hash != config_hash or not ctx.layout.documents.is_file():
             return None
         # Built once per phase run, not once per raw file (that was quadratic in the files).
@@ -122,17 +121,18 @@ def _extract_index(ctx: PhaseContext) -> _ExtractIndex | None:
                 while len(_in_place_indexes) > 4:
                     del _in_place_indexes[next(iter(_in_place_indexes))]
         return found
-    if not base.manifest.is_file():
+    if base is None or not base.manifest.is_file():
         return None
     stat = base.manifest.stat()
     return _load_extract_index(str(base.root), (stat.st_mtime_ns, stat.st_size), config_hash, tools_hash)
 
 
 def reuse_source(ctx: PhaseContext) -> RunLayout | None:
-    """Where unchanged extractions are copied from: the base run, or (rerun in place) this run."""
+    """Where unchanged extractions are copied from: the base run; in a rerun in place, this run;
+    in a plain rerun, the 'latest' it replaces (``ctx.follows``)."""
     if ctx.base_layout is not None:
         return ctx.base_layout
-    return ctx.layout if ctx.previous_phase is not None else None
+    return ctx.layout if ctx.previous_phase is not None else ctx.follows
 
 
 class ExtractReuse:

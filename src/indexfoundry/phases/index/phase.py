@@ -67,7 +67,8 @@ class IndexPhase(Phase):
         committed = committed_vectors(layout, ctx.previous_phase)
         embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.executor)
         ordered = embedded.chunks
-        seeded = not ctx.force and ctx.base_layout is not None and _seed_store(ctx, ctx.base_layout, embedded.model_id)
+        seed = ctx.follows
+        seeded = not ctx.force and seed is not None and _seed_store(ctx, seed, embedded.model_id)
         store = open_run_store(layout, ctx.config)
         try:
             upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress, ctx.executor, layout)
@@ -91,7 +92,8 @@ class IndexPhase(Phase):
             stats={
                 **upsert["stats"],
                 "store_writes": store_ops["vectors_sent"],
-                "store_copied_from_base": seeded,
+                # The run whose store this one started as a copy of (the base or the replaced 'latest').
+                "store_copied_from": seed.run_id if seeded and seed is not None else None,
                 "store_pruned": store_ops["vectors_pruned"],
                 "texts_embedded": embedded.embedded,
                 "texts_from_cache": embedded.reused,
@@ -112,8 +114,9 @@ class IndexPhase(Phase):
 
 
 def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:
-    """Copy the base run's embedded store when it holds this model's vectors with the same
-    store settings (``--base`` runs then write only what changed)."""
+    """Copy ``base``'s embedded store (the base run, or the 'latest' a plain rerun replaces)
+    when it holds this model's vectors with the same store settings: the run then writes only
+    what changed. False (an empty store, every vector written) when it cannot be copied."""
     from indexfoundry.storage.manifest import load_run_config, read_manifest
 
     try:
