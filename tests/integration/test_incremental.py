@@ -256,3 +256,33 @@ def test_a_plain_rerun_after_one_edit_starts_from_the_latest_store_and_ends_like
     moved = api.pipeline_run(other_model, runs_dir=runs_dir)
     assert moved.status == "completed"
     assert load_manifest(RunLayout(runs_dir / moved.run_id)).phases["index"].stats["store_copied_from"] is None
+
+
+def test_a_no_change_run_takes_the_followed_runs_bm25_files_and_an_edit_builds_its_own(
+    hundred: Path, runs_dir: Path, tmp_path: Path
+):
+    """A no-change nightly run (plain or ``--base latest``) has an index phase with the same
+    fingerprint as the run it follows, so a rebuilt BM25 index would be the same bytes: it takes
+    those files by hard link instead. After an edit it builds its own, equal to a fresh run's."""
+    config = folder_config(hundred)
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    first_bm25 = RunLayout(runs_dir / first.run_id).keyword_index_dir
+    for base in (None, "latest"):
+        again = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder(), base=base)
+        again_bm25 = RunLayout(runs_dir / again.run_id).keyword_index_dir
+        names = sorted(p.name for p in first_bm25.iterdir())
+        assert names == sorted(p.name for p in again_bm25.iterdir()) and "chunk_ids.json" in names
+        assert all((first_bm25 / n).samefile(again_bm25 / n) for n in names)
+        hits = api.search("widget 42", again.run_id, runs_dir=runs_dir, top_k=1, mode="keyword").results
+        assert hits and hits[0].source.uri == "docs/section2/doc042.md"
+
+    (hundred / "section3/doc043.md").write_text(_doc(43, "Usage note 43 now mentions a frobnicator."))
+    edited = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    edited_bm25 = RunLayout(runs_dir / edited.run_id).keyword_index_dir
+    assert not (first_bm25 / "chunk_ids.json").samefile(edited_bm25 / "chunk_ids.json")
+    fresh = api.pipeline_run(config, runs_dir=tmp_path / "fresh", embedder=RecordingEmbedder())
+    assert artifact_bytes(RunLayout(tmp_path / "fresh" / fresh.run_id)) == artifact_bytes(
+        RunLayout(runs_dir / edited.run_id)
+    )
+    hits = api.search("frobnicator", edited.run_id, runs_dir=runs_dir, top_k=1, mode="keyword").results
+    assert hits and hits[0].source.uri == "docs/section3/doc043.md"

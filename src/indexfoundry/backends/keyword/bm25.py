@@ -178,6 +178,42 @@ def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[
     return sorted(p for p in target.iterdir() if p.is_file())
 
 
+def link_keyword_index(layout: RunLayout, source: RunLayout, recorded: dict[str, str]) -> list[Path] | None:
+    """Take another run's BM25 index as this run's, by hard link (or copy): for a run whose index
+    phase has the same fingerprint as ``source``'s (the same chunks, settings and libraries, so a
+    rebuild would write the same bytes). ``recorded``: ``source``'s artifact hashes by relative
+    path. None (nothing changed here) when a file is missing or no longer has its recorded hash."""
+    from indexfoundry.storage.atomic import link_or_copy
+    from indexfoundry.storage.filehashes import file_sha256_many
+
+    folder = source.keyword_index_dir
+    prefix = folder.relative_to(source.root).as_posix() + "/"
+    names = sorted(rel for rel in recorded if rel.startswith(prefix) and "/" not in rel[len(prefix) :])
+    if f"{prefix}{layout.keyword_ids.name}" not in names:
+        return None
+    digests = file_sha256_many([source.root / rel for rel in names])
+    if any(digest != recorded[rel] for rel, digest in zip(names, digests, strict=True)):
+        return None
+    target = layout.keyword_index_dir
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".bm25-", dir=target.parent))
+    try:
+        tmp.chmod(folder.stat().st_mode & 0o777)
+        for rel in names:
+            link_or_copy(source.root / rel, tmp / rel[len(prefix) :])
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=".bm25-old-", dir=target.parent))
+            os.replace(target, old / "bm25")
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(tmp, target)
+    except OSError:
+        return None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return sorted(p for p in target.iterdir() if p.is_file())
+
+
 class KeywordHit(NamedTuple):
     """One BM25 match: chunk id and its BM25 score (always > 0)."""
 

@@ -5,6 +5,7 @@ store (pgvector) when the run becomes ``latest``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from indexfoundry.backends.embedding.base import Embedder, embedding_backend
@@ -89,7 +90,9 @@ class IndexPhase(Phase):
         write_artifact(layout.vector_manifest, vector_manifest(layout, config.vector_db, embedded))
         from indexfoundry.backends.keyword.bm25 import build_keyword_index
 
-        keyword_files = build_keyword_index(layout, ordered)  # BM25 for keyword/hybrid search
+        # BM25 for keyword/hybrid search: the followed run's files when its index phase had this
+        # fingerprint (the same chunks and settings: a no-change nightly run), else built.
+        keyword_files = _keyword_index_of(ctx, seed) or build_keyword_index(layout, ordered)
         return PhaseOutcome(
             artifacts=[layout.embeddings, layout.upsert_stats, layout.vector_manifest, *keyword_files],
             output_count=len(ordered),
@@ -134,6 +137,24 @@ def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:
     except (IndexFoundryError, OSError, ValueError):
         return False
     return same and seed_from_base(ctx.config.index.vector_db, ctx.layout, base)
+
+
+def _keyword_index_of(ctx: PhaseContext, source: RunLayout | None) -> list[Path] | None:
+    """``source``'s BM25 files linked into this run, when its completed index phase has the
+    fingerprint this phase is running under; None (build it) otherwise."""
+    from indexfoundry.backends.keyword.bm25 import link_keyword_index
+    from indexfoundry.storage.manifest import read_manifest
+
+    running = ctx.manifest.phases.get("index") if ctx.manifest is not None else None
+    if ctx.force or source is None or running is None:
+        return None
+    try:
+        theirs = read_manifest(source).phases.get("index")
+    except (IndexFoundryError, OSError, ValueError):
+        return None
+    if theirs is None or theirs.status != "completed" or theirs.fingerprint != running.fingerprint:
+        return None
+    return link_keyword_index(ctx.layout, source, {a.path: a.sha256 for a in theirs.artifacts})
 
 
 def committed_vectors(layout: RunLayout, previous: PhaseManifest | None) -> dict[str, str]:
