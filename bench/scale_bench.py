@@ -12,7 +12,10 @@ job sees it), with the per-phase seconds of its manifest:
 - ``full``: the first run (empty embedding cache);
 - ``no_change``: ``--base`` the full run, nothing changed;
 - ``edit_in_place``: one file edited, then ``--run-id`` the no-change run (a rerun in place);
-- ``edit_base``: the same file edited again, then ``--base`` the previous run.
+- ``edit_base``: the same file edited again, then ``--base`` the previous run;
+- ``edit_plain``: the same file edited again, then a plain ``pipeline run`` (a nightly run
+  without ``--base``: it follows the ``latest`` it replaces);
+- ``no_change_plain``: a plain ``pipeline run`` again, nothing changed.
 
 The default embedder is ``hash`` so that embedding is not the cost being measured; the store is
 the default embedded Chroma. ``--profile-edit FILE`` also runs the in-place edit once more
@@ -106,12 +109,17 @@ def measure(size: int, records: list[tuple[str, str]], model: str, root: Path, p
     place_s, place = _run(config, runs, "--run-id", same["run_id"])
     _edit(edited, 2)
     base_s, base = _run(config, runs, "--base", place["run_id"])
+    _edit(edited, 3)
+    plain_s, plain = _run(config, runs)
+    again_s, again = _run(config, runs)
     result["chunks"] = full["summary"]["chunks_indexed"]
     for step, seconds, out in (
         ("full", full_s, full),
         ("no_change", same_s, same),
         ("edit_in_place", place_s, place),
         ("edit_base", base_s, base),
+        ("edit_plain", plain_s, plain),
+        ("no_change_plain", again_s, again),
     ):
         result[f"{step}_s"] = round(seconds, 2)
         result[f"{step}_phases"] = _phases(out)
@@ -125,7 +133,7 @@ def _profile_edit(config: Path, runs: Path, edited: Path, run_id: str, out: Path
 
     from indexfoundry import api
 
-    _edit(edited, 3)
+    _edit(edited, 4)
     profiler = cProfile.Profile()
     profiler.enable()
     api.pipeline_run(str(config), runs_dir=runs, run_id=run_id)
@@ -157,11 +165,15 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"\n{'files':>8} {'chunks':>8} {'full':>8} {'no-change':>10} {'edit in place':>14} {'edit --base':>12}")
+    print(
+        f"\n{'files':>8} {'chunks':>8} {'full':>8} {'no-change':>10} {'edit in place':>14} {'edit --base':>12}"
+        f" {'edit plain':>11} {'no-change plain':>16}"
+    )
     for r in results:
         print(
             f"{r['files']:>8} {r['chunks']:>8} {r['full_s']:>7.1f}s {r['no_change_s']:>9.1f}s "
-            f"{r['edit_in_place_s']:>13.1f}s {r['edit_base_s']:>11.1f}s"
+            f"{r['edit_in_place_s']:>13.1f}s {r['edit_base_s']:>11.1f}s {r['edit_plain_s']:>10.1f}s"
+            f" {r['no_change_plain_s']:>15.1f}s"
         )
 
 
