@@ -195,7 +195,7 @@ def _pipeline_run(
     if base_layout is not None and base_layout.run_id == layout.run_id:
         raise ConfigInvalid("a run cannot be its own base", suggestion="Pass another run id to --base")
     forced = PHASES if (force or cfg.force) else ()
-    follows = None if base_layout is not None or rid is not None else _followed_latest(root, cfg, layout.run_id)
+    replaced = None if base_layout is not None or rid is not None else _followed_latest(root, cfg, layout.run_id)
     output = execute(
         layout,
         cfg,
@@ -206,8 +206,8 @@ def _pipeline_run(
         base_layout=base_layout,
         # A plain rerun takes unchanged extractions and the embedded store from the 'latest' it
         # replaces, as a --base run does from its base (its artifacts are a fresh run's all the same).
-        follows=RunLayout.for_run(root, follows.run_id) if follows is not None else None,
-        guards=RunGuards(allow_shrink=allow_shrink, max_shrink=cfg.max_shrink, follows=follows),
+        follows=RunLayout.for_run(root, replaced.run_id) if replaced is not None else None,
+        guards=RunGuards(allow_shrink=allow_shrink, max_shrink=cfg.max_shrink, follows=replaced),
         executor=work,
         phase_runner=phase_runner or run_phase_body,
         openapi_writer=write_openapi,

@@ -13,6 +13,7 @@ the files are written to a temporary sibling folder that is then renamed into pl
 from __future__ import annotations
 
 import array
+import contextlib
 import functools
 import itertools
 import os
@@ -20,6 +21,7 @@ import re
 import shutil
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -141,9 +143,10 @@ def bm25_retriever(ordered: list[DocumentChunk]) -> Any:
     return retriever
 
 
-def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[Path]:
-    """Build and persist the BM25 index of ``chunks``; return its files, sorted."""
-    ordered = sorted(chunks, key=lambda c: c.chunk_id)
+@contextlib.contextmanager
+def _new_index_folder(layout: RunLayout) -> Iterator[Path]:
+    """A fresh folder to fill with a run's BM25 files; once the block ends without an error it
+    replaces the run's keyword index folder whole (readers see the old files or the new ones)."""
     target = layout.keyword_index_dir
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".bm25-", dir=target.parent))
@@ -151,6 +154,23 @@ def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[
     os.umask(umask)
     tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; the index folder gets normal permissions
     try:
+        yield tmp
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=".bm25-old-", dir=target.parent))
+            os.replace(target, old / "bm25")
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[Path]:
+    """Build and persist the BM25 index of ``chunks``; return its files, sorted."""
+    ordered = sorted(chunks, key=lambda c: c.chunk_id)
+    with _new_index_folder(layout) as tmp:
         if ordered:
             bm25_retriever(ordered).save(str(tmp), show_progress=False)
             for path in tmp.iterdir():
@@ -165,17 +185,7 @@ def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[
                 "chunk_ids": [c.chunk_id for c in ordered],
             },
         )
-        old = None
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=".bm25-old-", dir=target.parent))
-            os.replace(target, old / "bm25")
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return sorted(p for p in target.iterdir() if p.is_file())
+    return sorted(p for p in layout.keyword_index_dir.iterdir() if p.is_file())
 
 
 def link_keyword_index(layout: RunLayout, source: RunLayout, recorded: dict[str, str]) -> list[Path] | None:
@@ -186,32 +196,20 @@ def link_keyword_index(layout: RunLayout, source: RunLayout, recorded: dict[str,
     from indexfoundry.storage.atomic import link_or_copy
     from indexfoundry.storage.filehashes import file_sha256_many
 
-    folder = source.keyword_index_dir
-    prefix = folder.relative_to(source.root).as_posix() + "/"
+    prefix = source.keyword_index_dir.relative_to(source.root).as_posix() + "/"
     names = sorted(rel for rel in recorded if rel.startswith(prefix) and "/" not in rel[len(prefix) :])
     if f"{prefix}{layout.keyword_ids.name}" not in names:
         return None
     digests = file_sha256_many([source.root / rel for rel in names])
     if any(digest != recorded[rel] for rel, digest in zip(names, digests, strict=True)):
         return None
-    target = layout.keyword_index_dir
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".bm25-", dir=target.parent))
     try:
-        tmp.chmod(folder.stat().st_mode & 0o777)
-        for rel in names:
-            link_or_copy(source.root / rel, tmp / rel[len(prefix) :])
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=".bm25-old-", dir=target.parent))
-            os.replace(target, old / "bm25")
-            shutil.rmtree(old, ignore_errors=True)
-        os.replace(tmp, target)
-    except OSError:
+        with _new_index_folder(layout) as tmp:
+            for rel in names:
+                link_or_copy(source.root / rel, tmp / rel[len(prefix) :])
+    except OSError:  # e.g. the source run removed meanwhile: the caller builds the index instead
         return None
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return sorted(p for p in target.iterdir() if p.is_file())
+    return sorted(p for p in layout.keyword_index_dir.iterdir() if p.is_file())
 
 
 class KeywordHit(NamedTuple):

@@ -389,7 +389,7 @@ def seed_from_base(config: VectorDbConfig, layout: RunLayout, base: RunLayout) -
     shutil.rmtree(staging, ignore_errors=True)
     try:
         shutil.copytree(source, staging)
-    except (OSError, shutil.Error):  # e.g. the other run was removed meanwhile
+    except OSError:  # e.g. the other run was removed meanwhile (shutil.Error is an OSError)
         shutil.rmtree(staging, ignore_errors=True)
         return False
     staging.replace(target)

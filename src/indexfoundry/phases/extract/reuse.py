@@ -100,12 +100,12 @@ def _extract_index(ctx: PhaseContext) -> _ExtractIndex | None:
     phase = ExtractPhase()
     config_hash = sha256_json(phase.config_slice(ctx.config))
     tools_hash = sha256_json({"version": phase.version, "tools": phase.tool_versions()})
-    base = ctx.follows
-    if ctx.base_layout is None and ctx.previous_phase is not None:
+    base = reuse_source(ctx)
+    previous = ctx.previous_phase
+    if base == ctx.layout and previous is not None:
         # A rerun in place reuses its own last committed extraction the same way: the raw
         # manifest connect just wrote decides which files are unchanged (same uri, hash,
         # options), the committed manifest's artifact hashes which files may be copied.
-        previous = ctx.previous_phase
         if previous.config_hash != config_hash or not ctx.layout.documents.is_file():
             return None
         # Built once per phase run, not once per raw file (that was quadratic in the files).
