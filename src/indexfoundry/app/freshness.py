@@ -36,7 +36,7 @@ from indexfoundry.phases.connect.net import Fetcher, FetchPolicy, HttpStatusErro
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_file, sha256_text
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.manifest import load_manifest, load_run_config
+from indexfoundry.storage.manifest import fetch_times, load_manifest, load_run_config
 
 _URL_KINDS = frozenset({"url", "sitemap", "crawl", "llms_txt"})
 
@@ -143,7 +143,7 @@ def check_freshness(
     config = load_run_config(layout)
     manifest = load_manifest(layout)
     connect = manifest.phases.get("connect")
-    fetched: dict[str, str] = dict(connect.details.get("fetched_at") or {}) if connect is not None else {}
+    fetched = fetch_times(connect)
     records = [RawRecord.model_validate(row) for row in iter_jsonl(layout.raw_manifest)]
     if uris is not None:
         wanted = set(uris)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from indexfoundry.errors import ErrorCode, IndexFoundryError
-from indexfoundry.models.base import SCHEMA_VERSION, Strict
+from indexfoundry.models.base import Strict
 
 RunStatus = Literal["running", "completed", "failed", "partial"]
 PhaseStatus = Literal["pending", "running", "completed", "failed"]
@@ -43,11 +43,22 @@ class ErrorRecord(Strict):
         )
 
 
+# Version 2: a phase's per-item files (raw files, extracted texts) are named in one file list
+# artifact instead of one by one, and inputs/outputs keep the hash of their hash list, so a
+# manifest's size no longer grows with the corpus. Version 1 manifests are still read.
+MANIFEST_SCHEMA_VERSION = 2
+
+
 class HashList(Strict):
-    """Count and SHA-256 hashes of a phase's inputs or outputs."""
+    """Count of a phase's inputs or outputs and one hash standing for all of their hashes."""
 
     count: int = Field(default=0, description="Number of items")
-    hashes: list[str] = Field(default_factory=list, description="SHA-256 of each item, sorted")
+    sha256: str | None = Field(
+        default=None, description="SHA-256 of the items' SHA-256 hashes, sorted, as a canonical JSON list"
+    )
+    hashes: list[str] | None = Field(
+        default=None, description="SHA-256 of each item, sorted (manifests of schema version 1 only)"
+    )
 
 
 class ArtifactRecord(Strict):
@@ -56,6 +67,12 @@ class ArtifactRecord(Strict):
     path: str = Field(description="Path relative to the run folder")
     sha256: str = Field(description="SHA-256 of the file")
     records: int | None = Field(default=None, description="Number of records, for JSONL files")
+    files: int | None = Field(
+        default=None,
+        description="Set on a file list (``<phase folder>/files.sha256``): the number of per-item files "
+        "(raw files, extracted texts) it names, one ``<sha256>  <path>`` line each, every one "
+        "verified with it",
+    )
 
 
 class PhaseManifest(Strict):
@@ -96,7 +113,7 @@ class Timing(Strict):
 class RunManifest(Strict):
     """``manifest.json``: the audit record of a run, written atomically after every phase."""
 
-    schema_version: int = Field(default=SCHEMA_VERSION, description="Manifest format version")
+    schema_version: int = Field(default=MANIFEST_SCHEMA_VERSION, description="Manifest format version")
     run_id: str = Field(description="UUID v7 (time-ordered)")
     created_at: str = Field(description="ISO 8601 creation time")
     completed_at: str | None = Field(default=None, description="ISO 8601 completion time")

@@ -134,6 +134,9 @@ class PhaseOutcome:
     new: int = 0
     # Relative paths of artifacts whose record count is reported in the manifest.
     record_counts: dict[str, int] = field(default_factory=dict)
+    # Per-item files (one or two per source or document: raw files, extracted texts): named in
+    # the phase's file list (``RunLayout.file_list``), not one by one in the manifest.
+    files: list[Path] = field(default_factory=list)
 
 
 class LazyItems(Sequence[T]):

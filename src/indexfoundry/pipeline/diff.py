@@ -25,12 +25,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from indexfoundry.models.base import Strict
-from indexfoundry.models.manifests import TIMING_FIELDS, PhaseName
+from indexfoundry.models.manifests import TIMING_FIELDS, ArtifactRecord, PhaseName
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.storage.atomic import iter_jsonl
 from indexfoundry.storage.hashing import sha256_text, short
 from indexfoundry.storage.layout import PHASES, RunLayout
-from indexfoundry.storage.manifest import load_manifest, read_frozen_config
+from indexfoundry.storage.manifest import listed_files, load_manifest, read_frozen_config
 
 # Keys of the frozen config that are not content (the run id, the one-off --force).
 _IGNORED_CONFIG_KEYS = frozenset({"run_id", "force"})
@@ -166,14 +166,23 @@ def config_changes(a: dict[str, Any], b: dict[str, Any]) -> list[ConfigChange]:
     return [ConfigChange(key=k, a=fa.get(k), b=fb.get(k)) for k in keys]
 
 
+def _artifacts(layout: RunLayout, artifacts: list[ArtifactRecord]) -> dict[str, ArtifactRecord]:
+    """A phase's artifacts by path, the files of its file lists one by one (the lists themselves
+    are an index of those files, not content)."""
+    out = {a.path: a for a in artifacts if a.files is None}
+    listed = listed_files(layout, [a for a in artifacts if a.files is not None])
+    out.update({path: ArtifactRecord(path=path, sha256=digest) for path, digest in listed.items()})
+    return out
+
+
 def _phase_diff(layout_a: RunLayout, layout_b: RunLayout) -> dict[PhaseName, PhaseDiff]:
     ma, mb = load_manifest(layout_a), load_manifest(layout_b)
     out: dict[PhaseName, PhaseDiff] = {}
     for name in PHASES:
         pa = ma.phases.get(name)  # type: ignore[call-overload]
         pb = mb.phases.get(name)  # type: ignore[call-overload]
-        arts_a = {x.path: x for x in pa.artifacts} if pa else {}
-        arts_b = {x.path: x for x in pb.artifacts} if pb else {}
+        arts_a = _artifacts(layout_a, pa.artifacts) if pa else {}
+        arts_b = _artifacts(layout_b, pb.artifacts) if pb else {}
         diff = PhaseDiff(
             status_a=pa.status if pa else None,
             status_b=pb.status if pb else None,

@@ -25,7 +25,6 @@ from indexfoundry.errors import IndexFoundryError, storage_full
 from indexfoundry.models.config import GlobalConfig, PipelineConfig
 from indexfoundry.models.manifests import (
     ErrorRecord,
-    HashList,
     PhaseManifest,
     PhaseName,
     PhaseResult,
@@ -49,7 +48,9 @@ from indexfoundry.storage.layout import PHASES, RunLayout
 from indexfoundry.storage.manifest import (
     artifact_records,
     artifacts_verify,
+    file_list_record,
     frozen_config,
+    hash_list,
     read_manifest,
     totals_of,
     write_frozen_config,
@@ -177,7 +178,7 @@ def _run_phase(
             tool_versions=phase.tool_versions(),
             config_hash=config_hash,
             fingerprint=fingerprint,
-            inputs=HashList(count=len(inputs), hashes=inputs),
+            inputs=hash_list(inputs),
         )
         _start(ctx, session, phase, running, force)
         outcome = _outcome(ctx, phase, phase_runner)
@@ -281,12 +282,15 @@ def _completed(
     if ctx.base_layout is not None:
         reused, new = phase.reuse_counts(ctx, reused, new, outcome.output_count)
     artifacts = artifact_records(ctx.layout, outcome.artifacts, outcome.record_counts)
+    if outcome.files:
+        listed = file_list_record(ctx.layout, ctx.layout.file_list(phase.name), outcome.files)
+        artifacts = sorted([*artifacts, listed], key=lambda a: a.path)
     done = running.model_copy(
         update={
             "status": "completed",
             "completed_at": utc_now(),
             "duration_ms": duration,
-            "outputs": HashList(count=outcome.output_count, hashes=sorted(a.sha256 for a in artifacts)),
+            "outputs": hash_list([a.sha256 for a in artifacts], outcome.output_count),
             "artifacts": artifacts,
             "stats": outcome.stats,
             "details": {**outcome.details, "reused": reused, "new": new, **_executor_details(ctx)},

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from indexfoundry import __version__
 from indexfoundry.models.config import PipelineConfig
-from indexfoundry.models.manifests import HashList, PhaseManifest, PhaseName, RunManifest
+from indexfoundry.models.manifests import PhaseManifest, PhaseName, RunManifest
 from indexfoundry.phases.base import Phase
 from indexfoundry.storage.atomic import atomic_write_commit_json
 from indexfoundry.storage.clock import utc_now
@@ -33,6 +33,7 @@ from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import (
     artifact_record,
     frozen_config,
+    hash_list,
     load_manifest,
     run_lock,
     totals_of,
@@ -118,7 +119,7 @@ class RunSession:
         artifacts = sorted(records.values(), key=lambda a: a.path)
         fingerprint = sha256_json({"tool": tool_name, "key": key, "artifacts": [a.sha256 for a in artifacts]})
         now = utc_now()
-        outputs = HashList(count=count, hashes=sorted(a.sha256 for a in artifacts))
+        outputs = hash_list([a.sha256 for a in artifacts], count)
         if previous is None or previous.status != "completed":
             source = manifest.phases.get(upstream) if upstream is not None else None
             inputs = sorted(a.sha256 for a in source.artifacts) if source is not None else []
@@ -132,7 +133,7 @@ class RunSession:
                 tool_versions=phase.tool_versions(),
                 config_hash=key,
                 fingerprint=fingerprint,
-                inputs=HashList(count=len(inputs), hashes=inputs),
+                inputs=hash_list(inputs),
                 outputs=outputs,
                 artifacts=artifacts,
                 details={"written_by": tool_name},

@@ -56,7 +56,7 @@ from indexfoundry.storage.artifacts import read_artifact
 from indexfoundry.storage.atomic import read_json
 from indexfoundry.storage.hashing import canonical_json
 from indexfoundry.storage.layout import RunLayout
-from indexfoundry.storage.manifest import load_manifest, load_run_config
+from indexfoundry.storage.manifest import fetch_times, load_manifest, load_run_config
 from indexfoundry.storage.memo import Memo
 
 # Candidates each mode contributes to hybrid fusion (at least; more when more results are wanted).
@@ -92,8 +92,8 @@ class SearchService:
             )
         self.indexed_at = index.completed_at
         connect = self.manifest.phases.get("connect")
-        # When the run read each source (the connect phase records it per uri in its manifest).
-        self.fetched_at: dict[str, str] = dict(connect.details.get("fetched_at") or {}) if connect is not None else {}
+        # When the run read each source (the connect phase's manifest entry).
+        self.fetched_at = fetch_times(connect)
         self.config = load_run_config(layout)
         self.vector_manifest: VectorManifest = read_artifact(layout.vector_manifest, VectorManifest)
         self.model_id: str = self.vector_manifest.model_used

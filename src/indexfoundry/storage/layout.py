@@ -3,8 +3,8 @@
 ```
 runs/<run_id>/
   manifest.json  config.json
-  raw/        <sha256>.<ext>, raw_manifest.jsonl
-  extracted/  <sha256>.txt, <sha256>.pages.jsonl, documents.jsonl, extraction_report.json
+  raw/        <sha256>.<ext>, raw_manifest.jsonl, files.sha256
+  extracted/  <sha256>.txt, <sha256>.pages.jsonl, documents.jsonl, extraction_report.json, files.sha256
   normalized/ chunks.jsonl, dedupe_report.json, metadata_enrichment.json
   indexed/    embeddings.jsonl, upsert_stats.json, vector_manifest.json, chroma/
   served/     openapi.json, retrieval_profile.json
@@ -143,6 +143,11 @@ class RunLayout:
 
     def phase_dir(self, phase: str) -> Path:
         return self.root / PHASE_DIRS[phase]
+
+    def file_list(self, phase: str) -> Path:
+        """The phase's per-item files (raw files, extracted texts), one ``<sha256>  <path>`` line
+        each (``sha256sum``'s format), named by the manifest instead of one by one."""
+        return self.phase_dir(phase) / "files.sha256"
 
     # raw/
     @property

@@ -9,6 +9,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -16,20 +17,27 @@ from pydantic import ValidationError
 
 from indexfoundry.errors import ConfigInvalid, RunLocked
 from indexfoundry.models.artifacts import FrozenConfigFile
-from indexfoundry.models.base import SCHEMA_VERSION
 from indexfoundry.models.config import PipelineConfig
-from indexfoundry.models.manifests import ArtifactRecord, PhaseName, RunManifest, Totals
+from indexfoundry.models.manifests import (
+    MANIFEST_SCHEMA_VERSION,
+    ArtifactRecord,
+    HashList,
+    PhaseManifest,
+    PhaseName,
+    RunManifest,
+    Totals,
+)
 from indexfoundry.storage.artifacts import check_schema_version
-from indexfoundry.storage.atomic import atomic_write_json, read_json
+from indexfoundry.storage.atomic import atomic_write_json, atomic_write_text, read_json
 from indexfoundry.storage.filehashes import RACY_NS, file_sha256, file_sha256_many
-from indexfoundry.storage.hashing import sha256_file
+from indexfoundry.storage.hashing import sha256_file, sha256_json
 from indexfoundry.storage.layout import RunLayout
 
 
 def load_manifest(layout: RunLayout) -> RunManifest:
     """Load ``manifest.json``; a newer schema version is refused with a clear error."""
     data = read_json(layout.manifest)
-    check_schema_version(data, SCHEMA_VERSION, f"the manifest of run {layout.run_id}")
+    check_schema_version(data, MANIFEST_SCHEMA_VERSION, f"the manifest of run {layout.run_id}")
     try:
         return RunManifest.model_validate(data)
     except ValidationError as exc:
@@ -89,11 +97,92 @@ def artifact_records(layout: RunLayout, paths: list[Path], records: dict[str, in
     return sorted(out, key=lambda a: a.path)
 
 
+@dataclass(frozen=True)
+class FetchTimes:
+    """When a run read each of its sources (``fetch_times``)."""
+
+    recorded: dict[str, str]  # uri -> ISO time, as the connect phase recorded it
+    read_at: str | None  # when the phase read the local files
+
+    def get(self, uri: str) -> str | None:
+        return self.recorded.get(uri) or self.read_at
+
+
+def fetch_times(connect: PhaseManifest | None) -> FetchTimes:
+    """When the run read each source: the time the connect phase recorded for each fetched uri
+    (``details.fetched_at``: URLs, sitemap pages, crawled pages; every source in manifests of
+    schema version 1), else the time the phase started, when it read the local files (folders,
+    repositories, local PDFs), whose times are not recorded one by one."""
+    if connect is None:
+        return FetchTimes({}, None)
+    recorded = connect.details.get("fetched_at")
+    return FetchTimes(dict(recorded) if isinstance(recorded, dict) else {}, connect.started_at)
+
+
+def hash_list(hashes: list[str], count: int | None = None) -> HashList:
+    """A phase's inputs or outputs in its manifest entry: their count (default: one per hash)
+    and one hash of their hashes."""
+    ordered = sorted(hashes)
+    return HashList(count=len(ordered) if count is None else count, sha256=sha256_json(ordered))
+
+
+def file_list_record(layout: RunLayout, target: Path, files: list[Path]) -> ArtifactRecord:
+    """Write the file list ``target`` naming ``files`` (per-item files of one phase: one
+    ``<sha256>  <path relative to the run>`` line each, sorted by path: ``sha256sum -c``
+    checks it from the run folder) and return its artifact record. The files' hashes are
+    known by stat where the run's file hashes know them."""
+    relative = [path.relative_to(layout.root).as_posix() for path in files]
+    digests = file_sha256_many(files)
+    lines = sorted(
+        (rel, digest or sha256_file(path)) for rel, path, digest in zip(relative, files, digests, strict=True)
+    )
+    atomic_write_text(target, "".join(f"{digest}  {rel}\n" for rel, digest in lines))
+    return ArtifactRecord(path=target.relative_to(layout.root).as_posix(), sha256=file_sha256(target), files=len(lines))
+
+
+def read_file_list(path: Path) -> dict[str, str]:
+    """A file list's entries: path relative to the run -> SHA-256."""
+    out: dict[str, str] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            digest, _sep, rel = line.rstrip("\n").partition("  ")
+            out[rel] = digest
+    return out
+
+
+def listed_files(layout: RunLayout, artifacts: list[ArtifactRecord]) -> dict[str, str]:
+    """Every file ``artifacts`` name, by path relative to the run -> SHA-256: the artifacts
+    themselves and the files of their file lists (the lists stand for their files and are not
+    included). A file list that is missing or no longer has its recorded hash names nothing."""
+    out: dict[str, str] = {}
+    for artifact in artifacts:
+        if artifact.files is None:
+            out[artifact.path] = artifact.sha256
+            continue
+        path = layout.root / artifact.path
+        if file_sha256_many([path])[0] == artifact.sha256:
+            out.update(read_file_list(path))
+    return out
+
+
 def artifacts_verify(layout: RunLayout, artifacts: list[ArtifactRecord]) -> bool:
-    """True if every recorded artifact exists with its recorded hash (a file whose stat is
-    unchanged since it was last hashed is not read again: ``storage/filehashes.py``)."""
-    digests = file_sha256_many([layout.root / artifact.path for artifact in artifacts])
-    return all(digest == artifact.sha256 for digest, artifact in zip(digests, artifacts, strict=True))
+    """True if every recorded artifact exists with its recorded hash, the files of a file list
+    included (a file whose stat is unchanged since it was last hashed is not read again:
+    ``storage/filehashes.py``)."""
+    recorded = {a.path: a.sha256 for a in artifacts}
+    digests = file_sha256_many([layout.root / path for path in recorded])
+    if any(digest != expected for digest, expected in zip(digests, recorded.values(), strict=True)):
+        return False
+    for artifact in artifacts:
+        if artifact.files is None:
+            continue
+        listed = read_file_list(layout.root / artifact.path)
+        if len(listed) != artifact.files:
+            return False
+        held = file_sha256_many([layout.root / rel for rel in listed])
+        if any(digest != expected for digest, expected in zip(held, listed.values(), strict=True)):
+            return False
+    return True
 
 
 @contextlib.contextmanager

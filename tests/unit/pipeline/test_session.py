@@ -11,6 +11,7 @@ import pytest
 
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import PipelineConfig
+from indexfoundry.models.manifests import MANIFEST_SCHEMA_VERSION
 from indexfoundry.phases.normalize import NormalizePhase
 from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.layout import RunLayout
@@ -66,7 +67,9 @@ def test_recording_a_tool_call_fingerprints_the_phase_entry_with_the_call(tmp_pa
 def test_a_newer_manifest_schema_is_refused_on_open(tmp_path: Path):
     layout = RunLayout(tmp_path / "runs" / "0190a1b2-0000-7000-8000-000000000004")
     RunSession.create(layout, _config(tmp_path))
-    layout.manifest.write_text(layout.manifest.read_text().replace('"schema_version": 1', '"schema_version": 99'))
+    text = layout.manifest.read_text()
+    assert f'"schema_version": {MANIFEST_SCHEMA_VERSION}' in text
+    layout.manifest.write_text(text.replace(f'"schema_version": {MANIFEST_SCHEMA_VERSION}', '"schema_version": 99'))
     with pytest.raises(IndexFoundryError) as info, RunSession.open(layout):
         pass
     assert info.value.code == "CONFIG_INVALID"

@@ -81,7 +81,7 @@ def raw_session(run_id: str, runs_dir: str | Path | None, network: NetworkBounds
 
 
 def _commit(session: RawSession, run: RunSession) -> None:
-    from indexfoundry.storage.manifest import artifact_record
+    from indexfoundry.storage.manifest import artifact_record, file_list_record, hash_list
 
     layout = session.layout
     for uri in session.removed:
@@ -92,10 +92,10 @@ def _commit(session: RawSession, run: RunSession) -> None:
     phase = manifest.phases.get("connect")
     if phase is None or phase.status != "completed":
         return
-    paths = [*sorted({layout.root / r.path for r in records}), layout.raw_manifest]
-    artifacts = [
-        artifact_record(layout, p, len(records) if p == layout.raw_manifest else None) for p in paths if p.is_file()
-    ]
+    files = [p for p in sorted({layout.root / r.path for r in records}) if p.is_file()]
+    artifacts = [artifact_record(layout, layout.raw_manifest, len(records))]
+    if files:
+        artifacts.append(file_list_record(layout, layout.file_list("connect"), files))
     details = dict(phase.details)
     fetched = dict(details.get("fetched_at") or {})
     fetched.update(session.fetched_at)
@@ -103,8 +103,7 @@ def _commit(session: RawSession, run: RunSession) -> None:
     if session.removed:
         details["removed"] = sorted({*details.get("removed", []), *session.removed})
     phase.artifacts = sorted(artifacts, key=lambda a: a.path)
-    phase.outputs.count = len(records)
-    phase.outputs.hashes = sorted(a.sha256 for a in artifacts)
+    phase.outputs = hash_list([a.sha256 for a in artifacts], len(records))
     phase.details = details
     phase.stats = {**phase.stats, "files": len(records), "bytes": sum(r.size_bytes for r in records)}
     manifest.totals.sources_fetched = len(records)

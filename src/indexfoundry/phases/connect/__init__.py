@@ -1,7 +1,8 @@
 """Phase 1, connect: bring every source's bytes into ``raw/`` as content-addressed files.
 
 Writes ``raw/<sha256>.<ext>`` and ``raw/raw_manifest.jsonl`` (sorted). Fetch times go to
-the phase manifest's ``details``, never into the content artifacts. Folders and local PDFs are
+the phase manifest's ``details`` (per fetched uri; local files are read at the phase's start),
+never into the content artifacts. Folders and local PDFs are
 copied; URLs, sitemaps and remote PDFs are fetched through the SSRF-safe client in ``net``,
 conditionally against the previous state (``remote``/``url``); URLs that now answer 404/410
 are listed in ``details.removed``.
@@ -123,11 +124,12 @@ def copy_folder_files(
     layout: RunLayout,
     source: FolderSource,
     scan: FolderScan,
-    fetched_at: dict[str, str],
+    fetched_at: dict[str, str] | None = None,
     base: RunLayout | None = None,
 ) -> tuple[list[RawRecord], list[tuple[str, IndexFoundryError]]]:
     """Copy the files of a scanned folder into ``raw/`` (a file this run or its ``base`` run
-    already holds under its scanned hash is kept or hard-linked); unreadable files become errors."""
+    already holds under its scanned hash is kept or hard-linked); unreadable files become errors.
+    ``fetched_at`` (a tool's record) gets each copied file's time."""
     errors: list[tuple[str, IndexFoundryError]] = list(scan.errors)
     out: list[RawRecord] = []
     exts = [extension_for(file.content_type, file.relative_path) for file in scan.files]
@@ -149,7 +151,8 @@ def copy_folder_files(
                 raise  # the run's disk is full, not this file's fault: the phase fails and can be resumed
             errors.append((file.uri, ParseError(f"cannot copy {file.uri}: {exc}", suggestion="Check permissions")))
             continue
-        fetched_at[file.uri] = utc_now()
+        if fetched_at is not None:
+            fetched_at[file.uri] = utc_now()
         out.append(
             RawRecord(
                 uri=file.uri,
@@ -258,12 +261,13 @@ class ConnectPhase(Phase):
                 if not _is_local(source):
                     continue  # fetched below, concurrently
                 try:
+                    # Local files are read now: their time is the phase's start (storage.manifest.fetch_times).
                     if isinstance(source, FolderSource):
-                        records.extend(self._run_folder(ctx, index, source, fetched_at))
+                        records.extend(self._run_folder(ctx, index, source))
                     elif isinstance(source, PdfSource):
-                        records.extend(self._run_local_pdf(ctx, source, fetched_at))
+                        records.append(copy_local_pdf(ctx.layout, Path(source.source), source.name))
                     elif isinstance(source, RepoSource):
-                        records.extend(self._run_repo(ctx, source, fetched_at))
+                        records.extend(self._run_repo(ctx, source))
                 except IndexFoundryError as error:
                     ctx.record_error(error, "connect", uri=_source_label(source))
                 task.advance()
@@ -280,12 +284,12 @@ class ConnectPhase(Phase):
         layout = ctx.layout
         atomic_write_jsonl(layout.raw_manifest, records)
         _prune_raw(layout, {r.path for r in records})
-        artifacts = [*sorted({layout.root / r.path for r in records}), layout.raw_manifest]
         removed = sorted(r.uri for r in report.results if r.status == "removed")
         if removed:
             ctx.event("urls_removed", phase="connect", uris=removed)
         return PhaseOutcome(
-            artifacts=artifacts,
+            artifacts=[layout.raw_manifest],
+            files=sorted({layout.root / r.path for r in records}),
             output_count=len(records),
             stats={
                 "sources": len(sources),
@@ -308,19 +312,17 @@ class ConnectPhase(Phase):
             record_counts={"raw/raw_manifest.jsonl": len(records)},
         )
 
-    def _run_folder(
-        self, ctx: PhaseContext, index: int, source: FolderSource, fetched_at: dict[str, str]
-    ) -> list[RawRecord]:
+    def _run_folder(self, ctx: PhaseContext, index: int, source: FolderSource) -> list[RawRecord]:
         scan = self._scan(index, source)
         if isinstance(scan, IndexFoundryError):
             raise scan
         base = None if ctx.force else ctx.base_layout
-        records, errors = copy_folder_files(ctx.layout, source, scan, fetched_at, base)
+        records, errors = copy_folder_files(ctx.layout, source, scan, base=base)
         for uri, error in errors:
             ctx.record_error(error, "connect", uri=uri)
         return records
 
-    def _run_repo(self, ctx: PhaseContext, source: RepoSource, fetched_at: dict[str, str]) -> list[RawRecord]:
+    def _run_repo(self, ctx: PhaseContext, source: RepoSource) -> list[RawRecord]:
         from indexfoundry.phases.connect.net import FetchPolicy
         from indexfoundry.phases.connect.repo import read_repo, repo_name
 
@@ -328,9 +330,6 @@ class ConnectPhase(Phase):
         read = read_repo(ctx.layout, source, policy)
         for uri, error in read.errors:
             ctx.record_error(error, "connect", uri=uri)
-        now = utc_now()
-        for record in read.records:
-            fetched_at[record.uri] = now
         name = repo_name(source)
         self._source_details.setdefault("repo", {})[name] = {
             "location": source.url or source.path,
@@ -340,11 +339,6 @@ class ConnectPhase(Phase):
         }
         ctx.event("repo_read", phase="connect", source=name, ref=source.ref, commit=read.commit)
         return read.records
-
-    def _run_local_pdf(self, ctx: PhaseContext, source: PdfSource, fetched_at: dict[str, str]) -> list[RawRecord]:
-        record = copy_local_pdf(ctx.layout, Path(source.source), source.name)
-        fetched_at[record.uri] = utc_now()
-        return [record]
 
     def _run_remote(self, ctx: PhaseContext, sources: list[Any]) -> tuple[FetchReport, int]:
         """Discover sitemap pages, then fetch every URL conditionally against the previous state."""
@@ -456,5 +450,5 @@ def _prune_raw(layout: RunLayout, keep: set[str]) -> None:
     """Remove raw files no longer referenced (a rerun in place after sources changed)."""
     for path in layout.raw_dir.iterdir():
         rel = path.relative_to(layout.root).as_posix()
-        if path.is_file() and path != layout.raw_manifest and rel not in keep:
+        if path.is_file() and path not in (layout.raw_manifest, layout.file_list("connect")) and rel not in keep:
             path.unlink()

@@ -170,9 +170,10 @@ class ExtractPhase(Phase):
             "warnings": sorted(found.warnings),
         }
         write_artifact(layout.extraction_report, ExtractionReport.model_validate(report))
-        _prune(layout, found.written | {layout.documents, layout.extraction_report})
+        _prune(layout, found.written | {layout.documents, layout.extraction_report, layout.file_list("extract")})
         return PhaseOutcome(
-            artifacts=[*sorted(found.written), layout.documents, layout.extraction_report],
+            artifacts=[layout.documents, layout.extraction_report],
+            files=sorted(found.written),
             output_count=len(documents),
             stats={
                 "documents": len(documents),

@@ -35,6 +35,7 @@ from indexfoundry.storage.atomic import iter_jsonl, link_or_copy
 from indexfoundry.storage.filehashes import file_sha256_many
 from indexfoundry.storage.hashing import canonical_json, sha256_json
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.manifest import listed_files
 
 if TYPE_CHECKING:
     from indexfoundry.phases.base import PhaseContext
@@ -85,7 +86,7 @@ def _build_extract_index(
         for uri in raws:
             if warning.startswith(f"{uri}: "):
                 index.warnings.setdefault(_raw_key(raws[uri]), []).append(warning)
-    index.artifact_hashes = {a.path: a.sha256 for a in phase.artifacts}
+    index.artifact_hashes = listed_files(base, phase.artifacts)
     return index
 
 
