@@ -286,3 +286,56 @@ def test_a_no_change_run_takes_the_followed_runs_bm25_files_and_an_edit_builds_i
     )
     hits = api.search("frobnicator", edited.run_id, runs_dir=runs_dir, top_k=1, mode="keyword").results
     assert hits and hits[0].source.uri == "docs/section3/doc043.md"
+
+
+def test_an_edit_does_not_read_back_a_store_whose_rows_the_runs_embeddings_record(
+    hundred: Path, runs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A run that starts from a copy of another run's embedded store, or reruns in place over its
+    own, knows each stored row's hash from that run's ``embeddings.jsonl``: the upsert writes the
+    edited chunk without reading every row's metadata back. A forced run, or a rerun after an
+    attempt that died mid-upsert, reads the store."""
+    from indexfoundry.app.tools.index import verify_run
+    from indexfoundry.backends.stores.chroma import ChromaStore
+
+    reads: list[int] = []
+    real = ChromaStore.existing
+
+    def counted(self: ChromaStore, ids: list[str]) -> dict[str, dict[str, object]]:
+        reads.append(len(ids))
+        return real(self, ids)
+
+    monkeypatch.setattr(ChromaStore, "existing", counted)
+    config = folder_config(hundred, index={"embedding_model": "hash"})
+    first = api.pipeline_run(config, runs_dir=runs_dir)
+    assert all(row.get("row_hash") for row in iter_jsonl(RunLayout(runs_dir / first.run_id).embeddings))
+    reads.clear()
+    for step, (number, text) in enumerate([(41, "rewritten once"), (42, "rewritten twice"), (43, "and again")]):
+        (hundred / f"section{number % 4}/doc{number:03d}.md").write_text(_doc(number, text))
+        out = (
+            api.pipeline_run(config, runs_dir=runs_dir, base="latest")
+            if step == 0
+            else api.pipeline_run(config, runs_dir=runs_dir, run_id=out.run_id)  # noqa: F821
+        )
+        stats = load_manifest(RunLayout(runs_dir / out.run_id)).phases["index"].stats
+        assert (stats["store_writes"], stats["store_pruned"]) == (1, 1) and verify_run(out.run_id, runs_dir).ok
+    assert reads == []
+    fresh = api.pipeline_run(config, runs_dir=tmp_path / "fresh")
+    a, b = (
+        artifact_bytes(RunLayout(tmp_path / "fresh" / fresh.run_id)),
+        artifact_bytes(RunLayout(runs_dir / out.run_id)),
+    )
+    assert {k for k in a if a.get(k) != b.get(k)} == {"indexed/upsert_stats.json"}  # changes since the last index
+
+    forced = api.pipeline_run(config, runs_dir=runs_dir, run_id=out.run_id, force=True)
+    assert forced.status == "completed" and reads and reads[-1] == stats["vectors"]
+    reads.clear()
+    layout = RunLayout(runs_dir / out.run_id)
+    manifest = load_manifest(layout)  # an attempt that died after its 'running' commit
+    manifest.phases["index"].status = "running"
+    from indexfoundry.storage.atomic import atomic_write_commit_json
+
+    atomic_write_commit_json(layout.manifest, manifest)
+    (hundred / "section0/doc044.md").write_text(_doc(44, "edited while the run was dead"))
+    again = api.pipeline_run(config, runs_dir=runs_dir, run_id=out.run_id)
+    assert again.status == "completed" and reads == [stats["vectors"]] and verify_run(out.run_id, runs_dir).ok

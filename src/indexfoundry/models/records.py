@@ -153,3 +153,8 @@ class EmbeddingRecord(Strict):
     vector: str = Field(description="Vector as base64 of little-endian float32")
     model: str = Field(description="Embedding model id")
     dimensions: int = Field(description="Vector dimensions")
+    row_hash: str | None = Field(
+        default=None,
+        description="SHA-256 of what the vector store holds under this id (model, metadata, stored text): "
+        "a run starting from a copy of this run's store rewrites only the rows whose hash differs",
+    )

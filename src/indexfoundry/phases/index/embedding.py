@@ -17,10 +17,12 @@ import numpy as np
 from indexfoundry.backends.embedding.base import Embedder, Vectors, l2_normalize
 from indexfoundry.backends.embedding.cache import EmbeddingCache
 from indexfoundry.backends.embedding.windows import local_window_texts, model_window, window_id
-from indexfoundry.models.config import IndexConfig
+from indexfoundry.backends.stores import TEXT_HASH_KEY, Metadata
+from indexfoundry.models.config import IndexConfig, VectorDbConfig
 from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
 from indexfoundry.phases.base import NullProgress
 from indexfoundry.phases.executor import LOCAL, Executor
+from indexfoundry.phases.index.rows import ROW_HASH_KEY, chunk_metadata, metadata_fields, row_hash
 from indexfoundry.phases.index.workers import EmbedBatch, EmbedOnWorker, embed_batch
 from indexfoundry.storage.atomic import atomic_write_jsonl
 from indexfoundry.storage.hashing import sha256_json, sha256_text
@@ -106,6 +108,8 @@ class Embedded:
     embedded: int
     # chunk id -> text hashes of its windows after the first (``index.long_chunks: windows``)
     windows: dict[str, list[str]] = field(default_factory=dict)
+    # store_rows' last answer, by the store settings it was made for
+    _rows: tuple[tuple[tuple[str, ...], bool], dict[str, Metadata]] | None = field(default=None, repr=False)
 
     def rows(self) -> list[tuple[str, DocumentChunk, str]]:
         """(store id, chunk, text hash) of every vector: each chunk, then its windows; by store id."""
@@ -114,6 +118,26 @@ class Embedded:
         for cid, hashes in self.windows.items():
             out.extend((window_id(cid, n), by_id[cid], h) for n, h in enumerate(hashes, start=1))
         return sorted(out, key=lambda row: row[0])
+
+    def store_rows(self, vdb: VectorDbConfig) -> dict[str, Metadata]:
+        """Store id -> the metadata a store holds for that vector under ``vdb``'s settings, its
+        row hash (model, metadata, stored text) under ``rows.ROW_HASH_KEY``."""
+        fields = metadata_fields(vdb)
+        key = (fields, vdb.store_text)
+        if self._rows is not None and self._rows[0] == key:
+            return self._rows[1]
+        out: dict[str, Metadata] = {}
+        by_chunk: dict[str, Metadata] = {}
+        for store_id, chunk, text_hash in self.rows():
+            base = by_chunk.get(chunk.chunk_id)
+            if base is None:  # a chunk's windows share its metadata but for the text hash
+                base = by_chunk[chunk.chunk_id] = chunk_metadata(chunk, "", fields)
+            meta = dict(base)
+            meta[TEXT_HASH_KEY] = text_hash
+            meta[ROW_HASH_KEY] = row_hash(self.model_id, meta, chunk.content.text if vdb.store_text else None)
+            out[store_id] = meta
+        self._rows = (key, out)
+        return out
 
 
 def chunk_windows(
@@ -188,6 +212,7 @@ def embed_chunks(
     dimensions = int(next(iter(vectors.values())).shape[0]) if vectors else int(embedder.dimensions)
     ordered = sorted(chunks, key=lambda c: c.chunk_id)
     result = Embedded(ordered, hashes, vectors, embedder.model_id, dimensions, reused, embedded, windows)
+    stored = result.store_rows(config.vector_db)
     records = [
         EmbeddingRecord(
             chunk_id=store_id,
@@ -195,6 +220,7 @@ def embed_chunks(
             vector=encode_vector(vectors[text_hash]),
             model=embedder.model_id,
             dimensions=dimensions,
+            row_hash=str(stored[store_id][ROW_HASH_KEY]),
         )
         for store_id, _chunk, text_hash in result.rows()
     ]

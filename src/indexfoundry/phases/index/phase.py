@@ -5,30 +5,38 @@ store (pgvector) when the run becomes ``latest``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from indexfoundry.backends.embedding.base import Embedder, embedding_backend
 from indexfoundry.backends.embedding.providers import resolve_embedder
-from indexfoundry.backends.stores import provider_of, publish, seed_from_base, takes_concurrent_writers
+from indexfoundry.backends.stores import provider_of, publish, run_store_path, seed_from_base, takes_concurrent_writers
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.artifacts import UpsertStats
 from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.manifests import PhaseManifest
 from indexfoundry.models.records import DocumentChunk
-from indexfoundry.phases.base import Phase, PhaseContext, PhaseOutcome, package_version, upstream_artifact_hashes
+from indexfoundry.phases.base import (
+    Phase,
+    PhaseContext,
+    PhaseOutcome,
+    completed_phase,
+    package_version,
+    upstream_artifact_hashes,
+)
 from indexfoundry.phases.executor import Executor
 from indexfoundry.phases.index.embedding import Embedded, embed_chunks
 from indexfoundry.phases.index.upsert import open_run_store, upsert_chunks, vector_manifest
 from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import iter_jsonl, read_json
-from indexfoundry.storage.hashing import sha256_file
+from indexfoundry.storage.filehashes import file_sha256_many
 from indexfoundry.storage.layout import RunLayout
 
 
 class IndexPhase(Phase):
     name = "index"
-    version = "2"
+    version = "3"
 
     def config_slice(self, config: PipelineConfig) -> Any:
         return config.index.model_dump(mode="json")
@@ -65,14 +73,15 @@ class IndexPhase(Phase):
         embedder: Embedder = ctx.embedder_override or resolve_embedder(
             config.embedding_model, config, warn=lambda message: ctx.log(f"warning: {message}")
         )
-        committed = committed_vectors(layout, ctx.previous_phase)
+        committed = stored_rows(layout, ctx.previous_phase)
         embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.executor)
         ordered = embedded.chunks
         seed = ctx.follows
         seeded = not ctx.force and seed is not None and _seed_store(ctx, seed, embedded.model_id)
+        known = _known_rows(ctx, seed if seeded else None, committed)
         store = open_run_store(layout, ctx.config)
         try:
-            upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress, ctx.executor, layout)
+            upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress, ctx.executor, layout, known)
         finally:
             store.close()
         store_ops = upsert.pop("stats")
@@ -81,7 +90,7 @@ class IndexPhase(Phase):
         # The artifact counts changes against the run's last committed index, not the live store, so
         # a run resumed after dying between its upsert and its manifest writes the same file as a clean
         # run. What this attempt actually sent to the store goes to the phase manifest's stats.
-        upsert["stats"] = changes_since(committed, embedded)
+        upsert["stats"] = changes_since({sid: row.vector for sid, row in (committed or {}).items()}, embedded)
         write_artifact(layout.upsert_stats, UpsertStats.model_validate(upsert))
         write_artifact(layout.vector_manifest, vector_manifest(layout, config.vector_db, embedded))
         from indexfoundry.backends.keyword.bm25 import build_keyword_index
@@ -153,15 +162,48 @@ def _keyword_index_of(ctx: PhaseContext, source: RunLayout | None) -> list[Path]
     return link_keyword_index(ctx.layout, source, {a.path: a.sha256 for a in theirs.artifacts})
 
 
-def committed_vectors(layout: RunLayout, previous: PhaseManifest | None) -> dict[str, str]:
-    """chunk id -> (model, text hash) of the run's last committed index, if its embeddings still verify."""
-    if previous is None:
-        return {}
-    recorded = {a.path: a.sha256 for a in previous.artifacts}
+@dataclass(frozen=True)
+class StoredRow:
+    """A vector a completed index phase recorded (``indexed/embeddings.jsonl``)."""
+
+    vector: str  # "<model>|<text hash>": what was embedded
+    row: str | None  # the row hash the store got (None in files written before it was recorded)
+
+
+def stored_rows(layout: RunLayout, phase: PhaseManifest | None) -> dict[str, StoredRow] | None:
+    """Store id -> what ``phase`` (a completed index phase of the run at ``layout``) recorded for
+    it, if its embeddings file still has its recorded hash; else None."""
+    if phase is None or phase.status != "completed":
+        return None
+    recorded = {a.path: a.sha256 for a in phase.artifacts}
     rel = layout.embeddings.relative_to(layout.root).as_posix()
-    if rel not in recorded or not layout.embeddings.is_file() or sha256_file(layout.embeddings) != recorded[rel]:
-        return {}
-    return {row["chunk_id"]: f"{row['model']}|{row['text_hash']}" for row in iter_jsonl(layout.embeddings)}
+    if rel not in recorded or file_sha256_many([layout.embeddings])[0] != recorded[rel]:
+        return None
+    return {
+        row["chunk_id"]: StoredRow(f"{row['model']}|{row['text_hash']}", row.get("row_hash"))
+        for row in iter_jsonl(layout.embeddings)
+    }
+
+
+def _known_rows(
+    ctx: PhaseContext, seeded_from: RunLayout | None, committed: dict[str, StoredRow] | None
+) -> dict[str, str] | None:
+    """Store id -> row hash of what the run's embedded store holds, when it is known without
+    reading the store: a fresh copy of ``seeded_from``'s store holds what that run's completed
+    index phase recorded; a run's own store, in a rerun in place, what its last completed index
+    phase recorded (an attempt that died since leaves no completed phase). None otherwise: a
+    forced phase, a server store (other runs write it), files without row hashes."""
+    if ctx.force:
+        return None
+    if seeded_from is not None:
+        rows = stored_rows(seeded_from, completed_phase(seeded_from, "index"))
+    elif run_store_path(ctx.config.index.vector_db, ctx.layout) is not None:
+        rows = committed
+    else:
+        rows = None
+    if rows is None or any(row.row is None for row in rows.values()):
+        return None
+    return {sid: row.row for sid, row in rows.items() if row.row is not None}
 
 
 def changes_since(committed: dict[str, str], embedded: Embedded) -> dict[str, int]:

@@ -13,8 +13,6 @@ from typing import Any
 import numpy as np
 
 from indexfoundry.backends.stores import (
-    TEXT_HASH_KEY,
-    Metadata,
     VectorStore,
     describe_location,
     open_store,
@@ -24,69 +22,17 @@ from indexfoundry.backends.stores import (
 from indexfoundry.errors import DbError
 from indexfoundry.models.artifacts import VectorManifest
 from indexfoundry.models.config import PipelineConfig, VectorDbConfig
-from indexfoundry.models.records import DocumentChunk
 from indexfoundry.phases.base import NullProgress
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.phases.index.embedding import Embedded
+from indexfoundry.phases.index.rows import ROW_HASH_KEY, metadata_fields
 from indexfoundry.phases.index.workers import UpsertBatch, UpsertOnWorker
-from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
-
-# Chunk fields always copied into the store's metadata (filterable), besides the configured ones.
-BASE_METADATA_FIELDS: tuple[str, ...] = (
-    "doc_id",
-    "chunk_index",
-    "source.uri",
-    "source.type",
-    "source.record_id",
-    "position.section",
-    "position.page",
-    "metadata.heading_path",
-    "metadata.title",
-    "metadata.language",
-)
-
-
-# Hash of everything written for a chunk (vector model, text, metadata, text stored or not):
-# an upsert rewrites a vector only when it changed.
-ROW_HASH_KEY = "_row_hash"
-
-
-def _field(chunk: dict[str, Any], dotted: str) -> Any:
-    value: Any = chunk
-    for part in dotted.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
-def metadata_fields(config: VectorDbConfig | None = None) -> tuple[str, ...]:
-    """The built-in metadata fields plus the configured ones, sorted."""
-    extra = config.metadata_fields if config is not None else []
-    return tuple(sorted(set(BASE_METADATA_FIELDS) | set(extra)))
-
-
-def chunk_metadata(chunk: DocumentChunk, text_hash: str, fields: tuple[str, ...] = BASE_METADATA_FIELDS) -> Metadata:
-    """Flat metadata for the store: dotted field names, no None values, lists joined by commas."""
-    data = chunk.model_dump(mode="json")
-    meta: Metadata = {TEXT_HASH_KEY: text_hash}
-    for name in fields:
-        value = _field(data, name)
-        if isinstance(value, list):
-            value = ",".join(str(v) for v in value)
-        if isinstance(value, str | int | float | bool):
-            meta[name] = value
-    return meta
 
 
 def open_run_store(layout: RunLayout, config: PipelineConfig) -> VectorStore:
     """The vector store a run writes to and is searched in."""
     return open_store(config.index.vector_db, layout)
-
-
-def _row_hash(model_id: str, meta: Metadata, text: str | None) -> str:
-    return sha256_json({"model": model_id, "metadata": meta, "text": text})
 
 
 def verify_ids(store: VectorStore, wanted: set[str]) -> tuple[list[str], list[str]]:
@@ -102,6 +48,7 @@ def upsert_chunks(
     progress: Any = None,
     executor: Executor = LOCAL,
     layout: RunLayout | None = None,
+    known: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write a run's vectors into ``store`` by ``vdb.upsert_mode``; prune once; verify.
 
@@ -111,6 +58,10 @@ def upsert_chunks(
       collection shared by several runs); every run id must be present.
     - ``replace``: the collection (or the namespace) is emptied first, then everything written.
 
+    ``known`` (store id -> row hash) is what the store holds when the caller knows it: a run's own
+    embedded store as its last completed index phase left it, or a fresh copy of another run's
+    (``IndexPhase``); else every id's row hash is read from the store.
+
     With a remote ``executor`` (Ray) and a store that takes concurrent writers (a server store:
     ``takes_concurrent_writers``), the batches are written by the cluster's workers at once; an
     embedded store is written here only. Either way this process decides every row, then
@@ -118,20 +69,21 @@ def upsert_chunks(
     """
     progress = progress or NullProgress()
     mode = vdb.upsert_mode
-    fields = metadata_fields(vdb)
     rows = embedded.rows()  # every chunk's vector, and the windows of long chunks
     store.ensure_collection(embedded.model_id, embedded.dimensions, reset=mode == "replace")
     ids = [store_id for store_id, _c, _h in rows]
-    existing = {} if mode == "replace" else store.existing(ids)
-    metas: dict[str, Metadata] = {}
-    for store_id, c, text_hash in rows:
-        meta = chunk_metadata(c, text_hash, fields)
-        meta[ROW_HASH_KEY] = _row_hash(embedded.model_id, meta, c.content.text if vdb.store_text else None)
-        metas[store_id] = meta
+    metas = embedded.store_rows(vdb)
+    if mode == "replace":
+        existing: dict[str, str | None] = {}
+    elif known is not None:
+        existing = dict(known)
+    else:
+        held = store.existing(ids)
+        existing = {sid: str(meta[ROW_HASH_KEY]) if ROW_HASH_KEY in meta else None for sid, meta in held.items()}
     if mode == "insert":
         to_write = [row for row in rows if row[0] not in existing]
     else:
-        to_write = [row for row in rows if existing.get(row[0], {}).get(ROW_HASH_KEY) != metas[row[0]][ROW_HASH_KEY]]
+        to_write = [row for row in rows if existing.get(row[0]) != metas[row[0]][ROW_HASH_KEY]]
     batch = max(1, min(vdb.batch_size, store.max_batch_size()))
     batches = [
         UpsertBatch(
