@@ -16,6 +16,7 @@ import array
 import contextlib
 import functools
 import itertools
+import math
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ from indexfoundry.models.records import DocumentChunk
 from indexfoundry.storage.atomic import atomic_write_json, read_json
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.memo import Memo, memos_enabled
+from indexfoundry.storage.workcache import WorkCache
 
 KEYWORD_SCHEMA_VERSION = 1
 STOPWORDS = "en"
@@ -93,38 +95,111 @@ def query_tokens(query: str, stemmer: Any) -> list[str]:
     return list(stemmer.stemWords(words)) if words else []
 
 
-def corpus_token_ids(texts: list[str]) -> tuple[dict[str, int], list[list[int]]]:
-    """The keyword index's vocabulary (every token of ``texts`` and "", numbered in sorted order)
-    and each text's token ids: exactly ``tokenize``'s tokens. In one pass over the corpus: each
-    text's words are found once, each distinct word is stemmed once, and words become token ids
-    in numpy (``tokenize`` builds and copies a list of strings per text, then each is mapped).
-    With memos on (docs mode), texts seen before are not tokenized again (``tokenize``)."""
-    if memos_enabled():
-        corpus = tokenize(texts)
-        vocab = {token: i for i, token in enumerate(sorted({t for doc in corpus for t in doc} | {""}))}
-        return vocab, [[vocab[t] for t in doc] for doc in corpus]
-    # Each distinct lowercased word -> its number, in order of appearance; numbered and looked up
-    # in C (a defaultdict whose factory counts) and kept as 8-byte ints, not a list of strings.
-    words: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-    number = words.__getitem__
-    lengths: list[int] = []
+# A text's keyword tokens, kept as one string: its stems joined by spaces (a stem is made of word
+# characters only). Texts seen in this process (storage/memo.py; docs mode) and, in a pipeline
+# run, in the runs folder's work cache by text hash: an edit tokenizes only the changed chunks.
+_stems_memo: Memo[str] = Memo(50_000)
+
+
+def stems_cache_kind() -> str:
+    """What a text's tokens depend on besides the text: the token pattern, stopwords and stemmer."""
+    from importlib.metadata import version
+
+    return f"bm25-stems/bm25s-{version('bm25s')}/PyStemmer-{version('PyStemmer')}/{STOPWORDS}/{STEMMER_LANGUAGE}"
+
+
+def _stems_now(texts: list[str]) -> list[list[str]] | None:
+    """Each text's tokens (``tokenize``'s), in one pass: each text's words found once, each
+    distinct word stemmed once. None if a stem could not be told apart once joined by spaces
+    (empty, or holding white space): never seen, but the caller then tokenizes with bm25s."""
+    found = [_WORD.findall(text.lower()) for text in texts]
+    distinct = sorted({word for words in found for word in words} - _stopwords())
+    stem_of = dict(zip(distinct, _stemmer().stemWords(distinct), strict=True))
+    if any(not stem or len(stem.split()) != 1 or stem.strip() != stem for stem in stem_of.values()):
+        return None
+    return [[stem_of[w] for w in words if w in stem_of] for words in found]
+
+
+def text_stems(texts: list[str], hashes: list[str] | None = None, cache: WorkCache | None = None) -> list[list[str]]:
+    """Each text's keyword tokens (exactly ``tokenize``'s). Texts tokenized before are taken from
+    this process's memo (docs mode) or, with ``cache`` and the texts' SHA-256 ``hashes``, from the
+    runs folder's work cache; the others are tokenized now and kept."""
+    memo = memos_enabled()
+    keyed = cache is not None and hashes is not None
+    if not memo and not keyed:
+        return _stems_now(texts) or tokenize(texts)
+    joined: list[str | None] = [None] * len(texts)
+    if memo:
+        known = _stems_memo.get_many(texts)
+        joined = [known.get(text) for text in texts]
+    if cache is not None and hashes is not None:
+        wanted = [hashes[i] for i, j in enumerate(joined) if j is None]
+        stored = cache.get_many(stems_cache_kind(), wanted) if wanted else {}
+        joined = [j if j is not None else stored.get(hashes[i]) for i, j in enumerate(joined)]
+    todo = [i for i, j in enumerate(joined) if not isinstance(j, str)]
+    out: list[list[str]] = [j.split() if isinstance(j, str) else [] for j in joined]
+    if todo:
+        fresh = _stems_now([texts[i] for i in todo])
+        if fresh is None:
+            return tokenize(texts)
+        for i, stems in zip(todo, fresh, strict=True):
+            out[i], joined[i] = stems, " ".join(stems)
+        if cache is not None and hashes is not None:
+            cache.put_many(stems_cache_kind(), {hashes[i]: joined[i] for i in todo})
+    if memo:
+        _stems_memo.put_many({text: j for text, j in zip(texts, joined, strict=True) if j is not None})
+    return out
+
+
+def corpus_arrays(tokens: list[list[str]]) -> tuple[dict[str, int], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The keyword index's vocabulary (every token and "", numbered in sorted order), every
+    text's token ids one after the other (int64), and each text's number of tokens."""
+    # Each distinct token -> a number in order of appearance (numbered and looked up in C: a
+    # defaultdict whose factory counts), then renumbered in sorted order in numpy.
+    numbers: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+    number = numbers.__getitem__
     flat = array.array("q")
-    for text in texts:
-        found = _WORD.findall(text.lower())
-        lengths.append(len(found))
-        flat.extend(map(number, found))
-    stop = _stopwords()
-    kept = [w for w in words if w not in stop]
-    stem_of = dict(zip(kept, _stemmer().stemWords(kept), strict=True))
-    vocab = {token: i for i, token in enumerate(sorted(set(stem_of.values()) | {""}))}
-    # word number -> token id, -1 for a stopword (dropped, as bm25s drops it before stemming)
-    token_of = np.array([vocab[stem_of[w]] if w in stem_of else -1 for w in words], dtype=np.int64)
-    mapped = token_of[np.frombuffer(flat, dtype=np.int64)] if flat else np.zeros(0, dtype=np.int64)
-    kept_mask = mapped >= 0
-    of_text = np.repeat(np.arange(len(texts)), np.asarray(lengths, dtype=np.int64))
-    counts = np.bincount(of_text[kept_mask], minlength=len(texts))
-    parts = np.split(mapped[kept_mask], np.cumsum(counts)[:-1])
-    return vocab, [part.tolist() for part in parts]
+    for doc in tokens:
+        flat.extend(map(number, doc))
+    lengths = np.fromiter((len(doc) for doc in tokens), dtype=np.int64, count=len(tokens))
+    vocab = {token: i for i, token in enumerate(sorted(set(numbers) | {""}))}
+    renumber = np.fromiter((vocab[t] for t in numbers), dtype=np.int64, count=len(numbers))
+    ids = renumber[np.frombuffer(flat, dtype=np.int64)] if flat else np.zeros(0, dtype=np.int64)
+    return vocab, ids, lengths
+
+
+def corpus_token_ids(texts: list[str]) -> tuple[dict[str, int], list[list[int]]]:
+    """The keyword index's vocabulary and each text's token ids: exactly ``tokenize``'s tokens,
+    found in one pass over the corpus (``text_stems``)."""
+    vocab, ids, lengths = corpus_arrays(text_stems(texts))
+    if not texts:
+        return vocab, []
+    return vocab, [part.tolist() for part in np.split(ids, np.cumsum(lengths)[:-1])]
+
+
+def bm25_scores(ids: np.ndarray[Any, Any], lengths: np.ndarray[Any, Any], n_vocab: int) -> dict[str, Any]:
+    """The score matrix bm25s builds with ``BM25_PARAMS`` (Lucene) from the texts' token ids (one
+    after the other, ``lengths`` per text): the same arrays bit for bit (tested), computed in
+    numpy for the whole corpus at once instead of text by text in Python. A term's idf is bm25s'
+    own ``math.log`` formula, worked out once per distinct document frequency."""
+    from bm25s import _np_csc_python
+
+    k1, b = float(BM25_PARAMS["k1"]), float(BM25_PARAMS["b"])
+    n_docs = len(lengths)
+    avg_doc_len = np.array(lengths).mean()
+    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+    pairs, tf = np.unique(doc_of * n_vocab + ids, return_counts=True)
+    docs, tokens = pairs // n_vocab, pairs % n_vocab
+    df = np.bincount(tokens, minlength=n_vocab)
+    distinct, at = np.unique(df, return_inverse=True)
+    idf_of = [math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) if d else 0.0 for d in distinct.tolist()]
+    idf = np.asarray(idf_of, dtype=np.float64)[at].astype(np.float32)
+    tf32 = tf.astype(np.float32)
+    # bm25s' term-frequency component (_score_tfc_robertson), its float64 arithmetic term by term
+    tfc = tf32 / (k1 * ((1 - b) + b * lengths[docs] / avg_doc_len) + tf32)
+    scores = (idf[tokens] * tfc).astype(np.float32)
+    data, indices, indptr = _np_csc_python(scores, docs.astype(np.int32), tokens.astype(np.int32), (n_docs, n_vocab))
+    return {"data": data.astype(np.float32), "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
 
 def keyword_text(chunk: DocumentChunk) -> str:
@@ -132,14 +207,21 @@ def keyword_text(chunk: DocumentChunk) -> str:
     return chunk.embedding_text()
 
 
-def bm25_retriever(ordered: list[DocumentChunk]) -> Any:
-    """The BM25 retriever of ``ordered`` (non-empty, sorted by chunk id), indexed in memory."""
+def bm25_retriever(
+    ordered: list[DocumentChunk], hashes: dict[str, str] | None = None, cache: WorkCache | None = None
+) -> Any:
+    """The BM25 retriever of ``ordered`` (non-empty, sorted by chunk id), indexed in memory.
+    ``hashes`` (chunk id -> SHA-256 of its keyword text) and ``cache``: tokens of earlier runs."""
     import bm25s
-    from bm25s.tokenization import Tokenized
 
-    vocab, ids = corpus_token_ids([keyword_text(c) for c in ordered])
+    texts = [keyword_text(c) for c in ordered]
+    keys = [hashes[c.chunk_id] for c in ordered] if hashes is not None else None
+    vocab, ids, lengths = corpus_arrays(text_stems(texts, keys, cache))
     retriever = bm25s.BM25(**BM25_PARAMS)
-    retriever.index(Tokenized(ids=ids, vocab=vocab), show_progress=False)
+    retriever.scores = bm25_scores(ids, lengths, len(vocab))
+    retriever.vocab_dict = vocab
+    retriever.unique_token_ids_set = set(vocab.values())
+    retriever.nonoccurrence_array = None
     return retriever
 
 
@@ -167,12 +249,19 @@ def _new_index_folder(layout: RunLayout) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def build_keyword_index(layout: RunLayout, chunks: list[DocumentChunk]) -> list[Path]:
-    """Build and persist the BM25 index of ``chunks``; return its files, sorted."""
+def build_keyword_index(
+    layout: RunLayout,
+    chunks: list[DocumentChunk],
+    hashes: dict[str, str] | None = None,
+    cache: WorkCache | None = None,
+) -> list[Path]:
+    """Build and persist the BM25 index of ``chunks``; return its files, sorted. ``hashes``
+    (chunk id -> SHA-256 of its keyword text) and ``cache`` (the runs folder's work cache): an
+    unchanged chunk's tokens are not found again."""
     ordered = sorted(chunks, key=lambda c: c.chunk_id)
     with _new_index_folder(layout) as tmp:
         if ordered:
-            bm25_retriever(ordered).save(str(tmp), show_progress=False)
+            bm25_retriever(ordered, hashes, cache).save(str(tmp), show_progress=False)
             for path in tmp.iterdir():
                 with path.open("rb") as handle:
                     os.fsync(handle.fileno())

@@ -32,6 +32,7 @@ from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.filehashes import file_sha256_many
 from indexfoundry.storage.layout import RunLayout
+from indexfoundry.storage.workcache import WorkCache
 
 
 class IndexPhase(Phase):
@@ -97,7 +98,10 @@ class IndexPhase(Phase):
 
         # BM25 for keyword/hybrid search: the followed run's files when its index phase had this
         # fingerprint (the same chunks and settings: a no-change nightly run), else built.
-        keyword_files = _keyword_index_of(ctx, seed) or build_keyword_index(layout, ordered)
+        keyword_files = _keyword_index_of(ctx, seed)
+        if keyword_files is None:
+            with WorkCache.for_runs(ctx.runs_dir) as work:  # tokens of chunks earlier runs indexed
+                keyword_files = build_keyword_index(layout, ordered, embedded.hashes, None if ctx.force else work)
         return PhaseOutcome(
             artifacts=[layout.embeddings, layout.upsert_stats, layout.vector_manifest, *keyword_files],
             output_count=len(ordered),

@@ -155,3 +155,63 @@ def test_a_query_is_tokenized_as_bm25s_tokenizes_it() -> None:
     stemmer = _stemmer()
     for text in [*MIXED, "", "the and of", "Running RUNS ran: run-time, naïve café 42 x"]:
         assert query_tokens(text, stemmer) == tokenize([text], stemmer)[0]
+
+
+def _corpus(seed: int, docs: int) -> list[str]:
+    """Texts of Zipf-like word frequencies and many lengths (empty and stopword-only ones too)."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{n}ord{'s' if n % 3 == 0 else ''}" for n in range(800)] + ["the", "and", "running", "runs", "ran"]
+    weights = 1.0 / np.arange(1, len(words) + 1)
+    weights /= weights.sum()
+    texts = []
+    for _ in range(docs):
+        size = int(rng.choice([0, 1, 3, 12, 60, 200, 700]))
+        texts.append(" ".join(rng.choice(words, size=size, p=weights).tolist()))
+    return [*texts, *MIXED]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_numpy_score_matrix_is_bm25s_own_bit_for_bit(seed: int):
+    """The index phase computes bm25s' score matrix for the whole corpus in numpy: the same
+    float32 scores, the same rows and column pointers as bm25s' text-by-text build."""
+    import bm25s
+    from bm25s.tokenization import Tokenized
+
+    from indexfoundry.backends.keyword.bm25 import BM25_PARAMS, bm25_scores, corpus_arrays, text_stems
+
+    texts = _corpus(seed, 400)
+    vocab, ids, lengths = corpus_arrays(text_stems(texts))
+    theirs = bm25s.BM25(**BM25_PARAMS)
+    token_ids = [part.tolist() for part in np.split(ids, np.cumsum(lengths)[:-1])]
+    theirs.index(Tokenized(ids=token_ids, vocab=dict(vocab)), show_progress=False)
+    ours = bm25_scores(ids, lengths, len(vocab))
+    assert ours["num_docs"] == theirs.scores["num_docs"] == len(texts)
+    for name in ("data", "indices", "indptr"):
+        assert ours[name].dtype == theirs.scores[name].dtype
+        assert ours[name].tobytes() == theirs.scores[name].tobytes(), name
+
+
+def test_tokens_kept_in_the_work_cache_build_the_same_index_and_an_edit_tokenizes_one_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from indexfoundry.backends.keyword import bm25
+    from indexfoundry.storage.workcache import WorkCache
+
+    chunks = [make_chunk(f"c{i}", text or "-") for i, text in enumerate(_corpus(7, 120))]
+    hashes = {c.chunk_id: sha256_text(c.embedding_text()) for c in chunks}
+    build_keyword_index(layout_at(tmp_path / "plain"), chunks)
+    tokenized: list[int] = []
+    real = bm25._stems_now
+    monkeypatch.setattr(bm25, "_stems_now", lambda texts: tokenized.append(len(texts)) or real(texts))
+    with WorkCache(tmp_path / "work.sqlite") as cache:
+        build_keyword_index(layout_at(tmp_path / "cold"), chunks, hashes, cache)
+        edited = [*chunks[:-1], make_chunk("edited", "An edited chunk about running themes.")]
+        hashes.update({c.chunk_id: sha256_text(c.embedding_text()) for c in edited})
+        build_keyword_index(layout_at(tmp_path / "edit"), edited, hashes, cache)
+    assert tokenized == [len(chunks), 1]
+    plain = digest(layout_at(tmp_path / "plain").keyword_index_dir)
+    assert digest(layout_at(tmp_path / "cold").keyword_index_dir) == plain
+    build_keyword_index(layout_at(tmp_path / "edit-plain"), edited)
+    assert digest(layout_at(tmp_path / "edit").keyword_index_dir) == digest(
+        layout_at(tmp_path / "edit-plain").keyword_index_dir
+    )
