@@ -17,7 +17,6 @@ import contextlib
 import contextvars
 import ctypes
 import json
-import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -28,7 +27,7 @@ from typing import Any, cast
 import orjson
 from pydantic import BaseModel
 
-from indexfoundry.storage.hashing import canonical_json
+from indexfoundry.storage.hashing import canonical_json, orjson_exact
 
 
 @dataclass
@@ -207,50 +206,17 @@ def atomic_write_commit_json(path: Path, value: Any) -> None:
 
 
 def dump_commit_json(value: Any) -> str:
-    """``dump_json``'s text, written by orjson (the manifest of a large run lists tens of thousands
-    of artifacts and is rewritten at every commit; the json module's indenting encoder is pure
-    Python). Values orjson writes differently (non-finite or very large or small floats, non-string
-    keys) go through ``dump_json``."""
+    """``dump_json``'s text, written by orjson (the manifest is rewritten at every commit; the json
+    module's indenting encoder is pure Python). Values orjson writes differently (non-finite or
+    very large or small floats, non-string keys) go through ``dump_json``."""
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", exclude_none=True)
-    if not _orjson_safe(value):
-        return dump_json(value)
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode("utf-8") + "\n"
-
-
-def _orjson_safe(value: Any) -> bool:
-    """True when orjson writes ``value`` exactly as ``dump_json`` does (strings, ints, bools,
-    None, floats printed the same way, string-keyed objects, lists). A manifest is mostly
-    strings (tens of thousands of artifact paths and hashes): those are passed over in bulk."""
-    stack = [value]
-    pop, extend = stack.pop, stack.extend
-    while stack:
-        item = pop()
-        kind = type(item)
-        if kind is dict:
-            for key in item:
-                if type(key) is not str:
-                    return False
-            extend([v for v in item.values() if type(v) is not str])
-        elif kind is list:
-            extend([v for v in item if type(v) is not str])
-        elif kind is str or kind is bool or item is None:
-            continue
-        elif isinstance(item, dict):  # subclasses: the general rules
-            if not all(type(k) is str for k in item):
-                return False
-            extend(item.values())
-        elif isinstance(item, list):
-            extend(item)
-        elif not _orjson_scalar(item):
-            return False
-    return True
-
-
-def _orjson_scalar(item: Any) -> bool:
-    if isinstance(item, float):
-        return item == 0 or (math.isfinite(item) and 1e-4 <= abs(item) < 1e16)
-    return not (isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 1 << 63)
+    if orjson_exact(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode("utf-8") + "\n"
+        except orjson.JSONEncodeError:  # a lone surrogate: the json module writes it escaped
+            pass
+    return dump_json(value)
 
 
 def dump_json(value: Any) -> str:

@@ -41,6 +41,9 @@ class FileHashes:
 
     def __init__(self, cache: WorkCache | None) -> None:
         self.cache = cache
+        # What this object found already, by the same keys: a run asks for the same files again
+        # (a scan, then the copy; a reuse check, then the phase's file list).
+        self.seen: dict[str, str] = {}
 
     def many(self, paths: Sequence[Path], stats: Sequence[os.stat_result] | None = None) -> list[str | None]:
         """The SHA-256 of each path (None: not a regular file, or unreadable), the hashes this
@@ -57,7 +60,9 @@ class FileHashes:
                     info = None
             infos.append(info if info is not None and stat.S_ISREG(info.st_mode) else None)
         keys = [_key(info) if info is not None else None for info in infos]
-        known = self._known([k for k in keys if k])
+        seen = self.seen
+        known: dict[str, object] = {k: seen[k] for k in keys if k and k in seen}
+        known.update(self._known([k for k in keys if k and k not in known]))
         now = time.time_ns()
         fresh: dict[str, str] = {}
         out: list[str | None] = []
@@ -68,6 +73,7 @@ class FileHashes:
             value = known.get(key)
             if isinstance(value, str):
                 out.append(value)
+                seen[key] = value
                 continue
             try:
                 digest = sha256_file(path)
@@ -76,7 +82,7 @@ class FileHashes:
                 continue
             out.append(digest)
             if now - info.st_mtime_ns > RACY_NS:
-                fresh[key] = digest
+                fresh[key] = seen[key] = digest
         if self.cache is not None and fresh:
             try:
                 self.cache.put_many(KIND, fresh)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
 
@@ -22,10 +24,46 @@ def _model_json(value: Any) -> Any:
 
 def canonical_json(value: Any) -> str:
     """Serialise ``value`` to canonical JSON text (sorted keys, compact, UTF-8 kept); pydantic
-    models, at any depth, as their JSON dump."""
+    models, at any depth, as their JSON dump. Written by orjson where it writes exactly what the
+    json module writes (``orjson_exact``: about twice as fast on the rows of a large run)."""
+    if orjson_exact(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+        except orjson.JSONEncodeError:  # a lone surrogate: the json module writes it escaped
+            pass
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_model_json
     )
+
+
+def orjson_exact(value: Any) -> bool:
+    """True when orjson writes ``value`` as the json module does (``json.dumps`` with
+    ``ensure_ascii=False``): only dicts with string keys, lists, strings, booleans, None, 64-bit
+    integers and floats both print the same way (not NaN, nor very large or very small ones).
+    Anything else (models, tuples, subclasses, other types) is left to the json module."""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            extend([v for v in item.values() if type(v) is not str])
+        elif kind is list:
+            extend([v for v in item if type(v) is not str])
+        elif kind is str or kind is bool or item is None:
+            continue
+        elif kind is int:
+            if not -(1 << 63) < item < 1 << 63:
+                return False
+        elif kind is float:
+            if not (item == 0 or (math.isfinite(item) and 1e-4 <= abs(item) < 1e16)):
+                return False
+        else:
+            return False
+    return True
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -49,7 +49,7 @@ def metadata_fields(config: VectorDbConfig | None = None) -> tuple[str, ...]:
 
 def chunk_metadata(chunk: DocumentChunk, text_hash: str, fields: tuple[str, ...] = BASE_METADATA_FIELDS) -> Metadata:
     """Flat metadata for the store: dotted field names, no None values, lists joined by commas."""
-    data = chunk.model_dump(mode="json")
+    data = chunk.model_dump(mode="json", include={name.split(".", 1)[0] for name in fields})
     meta: Metadata = {TEXT_HASH_KEY: text_hash}
     for name in fields:
         value = _field(data, name)
