@@ -157,10 +157,11 @@ def copy_folder_files(
             RawRecord(
                 uri=file.uri,
                 sha256=digest,
-                size_bytes=target.stat().st_size,
+                # a file kept under its scanned hash has the scanned size; a copy, its own
+                size_bytes=file.size_bytes if kept is not None else target.stat().st_size,
                 content_type=file.content_type,
                 ext=ext,
-                path=target.relative_to(layout.root).as_posix(),
+                path=f"{layout.raw_dir.name}/{target.name}",
                 source_kind="folder",
                 source_name=source.name or Path(source.path).name,
                 relative_path=file.relative_path,
@@ -448,7 +449,9 @@ def _unique_sorted(records: list[RawRecord]) -> list[RawRecord]:
 
 def _prune_raw(layout: RunLayout, keep: set[str]) -> None:
     """Remove raw files no longer referenced (a rerun in place after sources changed)."""
-    for path in layout.raw_dir.iterdir():
-        rel = path.relative_to(layout.root).as_posix()
-        if path.is_file() and path not in (layout.raw_manifest, layout.file_list("connect")) and rel not in keep:
-            path.unlink()
+    folder = layout.raw_dir.name
+    own = {layout.raw_manifest.name, layout.file_list("connect").name}
+    with os.scandir(layout.raw_dir) as entries:
+        for entry in entries:
+            if entry.name not in own and f"{folder}/{entry.name}" not in keep and entry.is_file():
+                os.unlink(entry.path)

@@ -350,6 +350,8 @@ def _pdf_stats(layout: RunLayout, documents: list[ExtractedDocument], mode: str)
 
 
 def _prune(layout: RunLayout, keep: set[Path]) -> None:
-    for path in layout.extracted_dir.iterdir():
-        if path.is_file() and path not in keep:
-            path.unlink()
+    names = {path.name for path in keep if path.parent == layout.extracted_dir}
+    with os.scandir(layout.extracted_dir) as entries:
+        for entry in entries:
+            if entry.name not in names and entry.is_file():
+                os.unlink(entry.path)
