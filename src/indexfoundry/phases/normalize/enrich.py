@@ -196,18 +196,19 @@ def enrich_chunks(
             if dates:
                 custom["dates"] = dates
                 counts["dates"].update(dates)
-        metadata = chunk.metadata.model_copy(
-            update={
-                "language": language if detect else chunk.metadata.language,
-                "tags": sorted(chunk_tags) or None,
-                "custom": custom or None,
-            }
-        )
-        position = chunk.position
-        if matched and position.section is None:
-            position = position.model_copy(update={"section": matched[0]})
-        new = chunk.model_copy(update={"metadata": metadata, "position": position})
-        if new != chunk:
+        update = {
+            "language": language if detect else chunk.metadata.language,
+            "tags": sorted(chunk_tags) or None,
+            "custom": custom or None,
+        }
+        section = matched[0] if matched and chunk.position.section is None else None
+        if section is None and all(getattr(chunk.metadata, key) == value for key, value in update.items()):
+            new = chunk  # nothing to add: the same chunk (the common case, and no copy of it)
+        else:
+            metadata = chunk.metadata.model_copy(update=update)
+            position = chunk.position if section is None else chunk.position.model_copy(update={"section": section})
+            new = chunk.model_copy(update={"metadata": metadata, "position": position})
+        if new is not chunk:  # copied only when a field takes another value
             enriched += 1
         if language:
             counts["languages"][language] += 1
