@@ -19,7 +19,7 @@ from indexfoundry.backends.embedding.cache import EmbeddingCache
 from indexfoundry.backends.embedding.windows import local_window_texts, model_window, window_id
 from indexfoundry.backends.stores import TEXT_HASH_KEY, Metadata
 from indexfoundry.models.config import IndexConfig, VectorDbConfig
-from indexfoundry.models.records import DocumentChunk, EmbeddingRecord
+from indexfoundry.models.records import DocumentChunk
 from indexfoundry.phases.base import NullProgress
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.phases.index.rows import ROW_HASH_KEY, chunk_metadata, metadata_fields, row_hash
@@ -213,15 +213,18 @@ def embed_chunks(
     ordered = sorted(chunks, key=lambda c: c.chunk_id)
     result = Embedded(ordered, hashes, vectors, embedder.model_id, dimensions, reused, embedded, windows)
     stored = result.store_rows(config.vector_db)
+    encoded = {text_hash: encode_vector(vector) for text_hash, vector in vectors.items()}
+    # EmbeddingRecord's lines, written as plain rows (the same canonical JSON; tens of thousands
+    # of models built only to be dumped again cost more than the file)
     records = [
-        EmbeddingRecord(
-            chunk_id=store_id,
-            text_hash=text_hash,
-            vector=encode_vector(vectors[text_hash]),
-            model=embedder.model_id,
-            dimensions=dimensions,
-            row_hash=str(stored[store_id][ROW_HASH_KEY]),
-        )
+        {
+            "chunk_id": store_id,
+            "text_hash": text_hash,
+            "vector": encoded[text_hash],
+            "model": embedder.model_id,
+            "dimensions": dimensions,
+            "row_hash": str(stored[store_id][ROW_HASH_KEY]),
+        }
         for store_id, _chunk, text_hash in result.rows()
     ]
     target = embeddings_path or layout.embeddings

@@ -49,3 +49,26 @@ def test_window_splits_are_kept_for_the_next_run_and_equal_a_fresh_split(tmp_pat
     with WorkCache.for_runs(tmp_path) as work:
         assert embedding.chunk_windows(chunks, texts, "local", config, work) == fresh
     assert calls == []  # both chunks' splits came from the cache
+
+
+def test_every_line_of_the_embeddings_file_is_an_embedding_record_in_canonical_form(tmp_path):
+    from indexfoundry.models.config import IndexConfig
+    from indexfoundry.models.records import EmbeddingRecord
+    from indexfoundry.phases.index.embedding import decode_vector, embed_chunks
+    from indexfoundry.phases.index.rows import ROW_HASH_KEY
+    from indexfoundry.storage.atomic import jsonl_line
+    from indexfoundry.storage.layout import RunLayout
+    from tests.unit.backends.keyword.test_bm25 import make_chunk
+
+    layout = RunLayout(tmp_path / "runs" / "01890a5d-ac96-774b-bcce-b302099a8057")
+    chunks = [make_chunk(f"c{n}", f"Chunk number {n} about widgets.") for n in range(5)]
+    config = IndexConfig(embedding_model="hash")
+    embedded = embed_chunks(layout, chunks, HashEmbedder(16), config)
+    lines = layout.embeddings.read_text(encoding="utf-8").splitlines()
+    stored = embedded.store_rows(config.vector_db)
+    assert len(lines) == 5
+    for line in lines:
+        record = EmbeddingRecord.model_validate_json(line)
+        assert jsonl_line(record) == line
+        assert record.row_hash == stored[record.chunk_id][ROW_HASH_KEY]
+        assert decode_vector(record.vector).tolist() == embedded.vectors[record.text_hash].tolist()
