@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -574,7 +574,14 @@ def test_generated_agent_runs_open_no_connection_or_file_that_nobody_named(
         server = _with_connections(tmp_path, scope_conns)
         ran: list[int] = []
 
+        started_own_server = {
+            "connect": {"sources": [{"type": "folder", "path": "docs", "glob": "**/*.md"}]},
+            "index": {"embedding_model": "hash"},
+            "serve": {"auto_start": True},
+        }
+
         @given(arguments=generated)
+        @example(arguments=started_own_server)
         @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
         def run(arguments: dict[str, Any]) -> None:
             probe = api.AgentScope(api.Roots([tmp_path / "root"]), scope_conns)
@@ -588,7 +595,10 @@ def test_generated_agent_runs_open_no_connection_or_file_that_nobody_named(
             finally:
                 audit.on = False
             ports = {addr[1] for addr in audit.connects if isinstance(addr, tuple) and len(addr) >= 2}
-            assert ports <= {named.port, pg.port}, (ports, arguments)
+            # serve.auto_start: the run starts its own HTTP server (on a port it first binds, so
+            # never on one another service holds) and asks it for /health
+            own = {info.port for info in api.ServerRecords(tmp_path / "runs").recorded()}
+            assert ports <= {named.port, pg.port, *own}, (ports, arguments)
             assert not [
                 p for p in audit.opens if str(tmp_path / "outside") in p or re.match(r"^/etc/(shadow|passwd)", p)
             ]
