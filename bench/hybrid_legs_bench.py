@@ -9,7 +9,7 @@ rotating order within each query, so that load from other processes falls on eve
 and prints one JSON object: p50 milliseconds per row, hybrid / the slower single mode, and the
 machine's load average before and after:
 
-    PYTHONPATH=src .venv/bin/python bench/hybrid_legs_bench.py /tmp/h100k 100000 --rounds 3
+    PYTHONPATH=src .venv/bin/python bench/hybrid_legs_bench.py /tmp/h100k 100000 --rounds 3 [--pool 50]
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from search_bench import write_docs
 
 from indexfoundry import api
 from indexfoundry.models.retrieval import SearchRequest
+from indexfoundry.retrieval import service
 from indexfoundry.retrieval.fusion import fuse
-from indexfoundry.retrieval.service import HYBRID_CANDIDATES, SearchService, open_service
+from indexfoundry.retrieval.service import SearchService, open_service
 from indexfoundry.storage.layout import RunLayout
 
 
@@ -53,7 +54,7 @@ def build(root: Path, chunks: int) -> Path:
 
 
 def rows(svc: SearchService, first: str) -> dict[str, Callable[[str], Any]]:
-    pool = HYBRID_CANDIDATES
+    pool = service.HYBRID_CANDIDATES
     hybrid = svc.profile.retrieval_config.hybrid_config
     vector = svc.query_vector(first)
     semantic, keyword = svc.semantic(first, pool, []), svc.keyword(first, pool, [])
@@ -89,7 +90,12 @@ def main() -> None:
     parser.add_argument("chunks", type=int, help="Chunks of the synthetic corpus (10 per file)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2, help="Passes over the queries")
+    parser.add_argument(
+        "--pool", type=int, default=None, help="Candidates per leg in this process (default: HYBRID_CANDIDATES)"
+    )
     args = parser.parse_args()
+    if args.pool is not None:
+        service.HYBRID_CANDIDATES = args.pool  # measured here only: bench/hybrid_pool_eval.py has the quality
     runs = build(args.folder, args.chunks)
     svc = open_service(RunLayout(runs / api.resolve_run_id(runs, "latest")))
     rng = random.Random(7)
@@ -114,6 +120,7 @@ def main() -> None:
         "queries": len(queries) * args.rounds,
         "p50_ms": p50,
         "hybrid_over_slower_mode": round(p50["search_hybrid"] / slower, 3),
+        "candidates_per_leg": service.HYBRID_CANDIDATES,
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
     }
