@@ -35,9 +35,8 @@ The product's runs (one runs folder, ``RUNS``; each command prints its run id):
     .venv/bin/indexfoundry eval --answers bench/data/mkdocs_answers.json \\
         ../shared/corpora/markdown/mkdocs-1.4.2/docs --split dev --mode all --runs-dir RUNS --json  # MKDOCS
     .venv/bin/indexfoundry pipeline run MD.json --runs-dir RUNS --json         # MARKDOWN
-    # MD.json: {"connect": {"sources": [{"type": "folder", "path": "<absolute path of
-    #   ../shared/corpora/markdown>", "glob": "**/*.md", "name": "markdown"}]},
-    #   "index": {"embedding_model": "local"}}
+    # MD.json: {"connect": {"sources": [{"type": "folder", "path": "<../shared/corpora/markdown, absolute>",
+    #   "glob": "**/*.md", "name": "markdown"}]}, "index": {"embedding_model": "local"}}
 
 The tables (``PY="nice -n 10 .venv/bin/python bench/window_research.py"``; ``--json`` prints
 JSON lines instead of markdown):
@@ -361,7 +360,8 @@ def paired(base: np.ndarray[Any, Any], other: np.ndarray[Any, Any]) -> dict[str,
 
 
 def paired_cell(c: dict[str, Any]) -> str:
-    return f"{c['diff']:+.4f} [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}], p {c['p']:.3f} ({c['better']} / {c['worse']})"
+    p = "p < 0.001" if c["p"] < 0.001 else f"p {c['p']:.3f}"
+    return f"{c['diff']:+.4f} [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}], {p} ({c['better']} / {c['worse']})"
 
 
 # ---------------------------------------------------------------- the legs of every question
@@ -461,7 +461,7 @@ def fuse_variant(semantic: Ranked, keyword: Ranked, v: Variant, limit: int) -> R
 # ---------------------------------------------------------------- commands
 def table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
+    return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]) + "\n"
 
 
 def emit(args: argparse.Namespace, records: list[dict[str, Any]], markdown: str) -> None:
@@ -489,10 +489,10 @@ def stats(args: argparse.Namespace) -> None:
         value, base = counts[(label, name)][what], counts[(label, BASELINE)][what]
         return f"{value:,} ({100 * (value - base) / base:+.0f} %)"
 
-    header = ["geometry"] + [f"{label} {what}" for label in labels for what in ("vectors", "tokens")]
-    body = [[n] + [cell(label, n, w) for label in labels for w in ("vectors", "tokens")] for n in names]
-    over_header = ["corpus", "chunks", "over 128", "over 192", "over 256", "vectors in the run"]
-    emit(args, records, table(header, body) + "\n" + table(over_header, over_rows))
+    pairs = [(label, what) for label in labels for what in ("vectors", "tokens")]
+    body = [[n + (" (current)" if n == BASELINE else ""), *(cell(lb, n, w) for lb, w in pairs)] for n in names]
+    over = ["corpus", "chunks", "over 128", "over 192", "over 256", "vectors in the run"]
+    emit(args, records, table(["geometry", *(f"{lb} {w}" for lb, w in pairs)], body) + "\n" + table(over, over_rows))
 
 
 def windows(args: argparse.Namespace) -> None:
