@@ -1,6 +1,7 @@
 """Docs mode's first build: search_docs answers while it runs (keyword from the committed chunks,
-then hybrid over the vectors embedded so far), says the index is still building, streams the
-build's progress to the client, and the finished build is the run a plain pipeline run makes."""
+semantic over the vectors embedded so far, hybrid as keyword until every chunk has its vector),
+says the index is still building, streams the build's progress to the client, and the finished
+build is the run a plain pipeline run makes."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ def test_search_answers_while_the_first_build_runs_says_so_and_streams_its_progr
             out["keyword"] = await client.call_tool("search_docs", keyword, progress_callback=on_progress)
             assert await anyio.to_thread.run_sync(lambda: embedder.waiting.wait(60)), "the build never embedded"
             out["hybrid"] = await client.call_tool("search_docs", QUERY)
+            out["semantic"] = await client.call_tool("search_docs", {**QUERY, "mode": "semantic"})
             out["page"] = await client.call_tool("get_page", {"path": "guide/install.md"})
             out["pages"] = await client.call_tool("list_pages", {})
             out["runs"] = [(item.run_id, item.status) for item in list_runs(runs_dir)]
@@ -77,10 +79,15 @@ def test_search_answers_while_the_first_build_runs_says_so_and_streams_its_progr
     assert "is still building" in texts(out["keyword"])[0]
     assert any("keyword search over all" in w for w in keyword["warnings"])
     assert notes and notes[0].startswith("the index is building")  # progress notifications of the build
-    # Then semantic as vectors land: hybrid over the first batch's chunks.
-    assert hybrid["mode"] == "hybrid" and hybrid["run_id"] == building_run
-    found = re.search(r"with (\d+) of (\d+) chunks embedded so far", " ".join(hybrid["warnings"]))
-    assert found and 0 < int(found[1]) < int(found[2]), hybrid["warnings"]
+    # Then semantic as vectors land, over the first batch's chunks; hybrid stays keyword until
+    # every chunk has its vector (a half-embedded fusion would favour the embedded chunks).
+    semantic = structured(out["semantic"])
+    assert semantic["mode"] == "semantic" and semantic["run_id"] == building_run
+    found = re.search(r"with (\d+) of (\d+) chunks embedded so far", " ".join(semantic["warnings"]))
+    assert found and 0 < int(found[1]) < int(found[2]), semantic["warnings"]
+    assert hybrid["mode"] == "keyword" and hybrid["run_id"] == building_run
+    assert hybrid["results"][0]["path"] == "guide/install.md"
+    assert any(f"until all are embedded ({found[1]} so far)" in w for w in hybrid["warnings"]), hybrid["warnings"]
     assert "is still building" in texts(out["hybrid"])[0]
     # Its pages are read from the run being built too.
     page, pages = structured(out["page"]), structured(out["pages"])

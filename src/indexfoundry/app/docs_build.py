@@ -2,8 +2,8 @@
 
 A docs folder with no earlier run has nothing to answer from until its first build completes.
 Instead of waiting for all of it, a search answers from what the build has already committed:
-keyword search once the normalize phase has written the chunks, semantic and hybrid search
-over the vectors embedded so far (``retrieval/building.py``). The build's progress is kept
+keyword search once the normalize phase has written the chunks, semantic search over the
+vectors embedded so far, hybrid once all are (``retrieval/building.py``). The build's progress is kept
 here and fanned out to listeners (an MCP call waiting for the chunks streams it to its client
 as progress notifications) besides the server's own reporter (stderr). The build itself is the
 ordinary pipeline run: its artifacts are those of any run of the same config, and it becomes

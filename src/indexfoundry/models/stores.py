@@ -68,6 +68,8 @@ class StoreProvider:
     - ``keyword_option``: the connection key that moves keyword search into the store.
     - ``releases_runs``: ``run cleanup`` frees what a removed run holds in it (its
       ``release_run(config, layout)``).
+    - ``preload``: modules its client takes long to import, imported on a background thread
+      while the phases before index wait on their workers (``Phase.background_imports``).
     """
 
     name: str
@@ -82,6 +84,7 @@ class StoreProvider:
     contains: bool = False
     keyword_option: str | None = None
     releases_runs: bool = False
+    preload: tuple[str, ...] = ()
 
     @property
     def module_name(self) -> str:
@@ -111,7 +114,14 @@ STORES: dict[str, StoreProvider] = {
             concurrent_writers=when_set("url", "host"),
             run_path="qdrant_dir",
         ),
-        StoreProvider("chroma", concurrent_writers=when_set("host"), run_path="chroma_dir", copies_base=True),
+        # chromadb's import (its telemetry exporters, ``overrides``' signature checks) takes ~0.7 s.
+        StoreProvider(
+            "chroma",
+            concurrent_writers=when_set("host"),
+            run_path="chroma_dir",
+            copies_base=True,
+            preload=("chromadb",),
+        ),
         StoreProvider("local", run_path="local_store_dir", copies_base=True, contains=True),
         StoreProvider(
             "pgvector",

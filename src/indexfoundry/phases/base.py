@@ -93,6 +93,9 @@ class PhaseContext:
     # Where per-document / per-batch work runs (``phases/executor.py``): the run's executor, or
     # ``LOCAL`` (here; limited work in workers started per call) when nobody opened one.
     executor: Executor = LOCAL
+    # Called by a phase when it hands work to its workers and waits for them: the runner then
+    # imports what the later phases will need on a background thread (``pipeline/preload.py``).
+    waiting_on_workers: Callable[[], None] = field(default=lambda: None)
 
     @property
     def runs_dir(self) -> Path:
@@ -183,6 +186,13 @@ class Phase(ABC):
     @abstractmethod
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         """Do the work and write the artifacts atomically."""
+
+    def background_imports(self, ctx: PhaseContext) -> tuple[str, ...]:
+        """Modules this phase will import that take long to import (a store's client, an index
+        library). The runner imports them on a background thread once an earlier phase waits on
+        its workers (``PhaseContext.waiting_on_workers``); importing is all that is done there (a
+        module that fails to import is left to this phase). Default: none."""
+        return ()
 
     def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:
         """(reused, new) items of this completed phase in a run with a base run, for

@@ -38,6 +38,7 @@ from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.pipeline.guards import RunGuards, check_phase_output
 from indexfoundry.pipeline.inuse import in_use
 from indexfoundry.pipeline.locks import shared_store_lock
+from indexfoundry.pipeline.preload import Preload
 from indexfoundry.pipeline.runs import becomes_latest
 from indexfoundry.pipeline.session import RunSession
 from indexfoundry.storage.atomic import deferred_sync, remove_stale_temp_files
@@ -430,36 +431,56 @@ def _run_phases(
     guards: RunGuards,
     base_manifest: RunManifest | None,
 ) -> tuple[dict[PhaseName, PhaseResult], bool]:
-    """Each phase in order, its end committed; stops at the first that fails. (results, failed)"""
+    """Each phase in order, its end committed; stops at the first that fails. (results, failed)
+
+    When a phase hands work to its workers and waits (``ctx.waiting_on_workers``), the later
+    phases' slow imports start on a background thread (``pipeline/preload.py``), joined before
+    this returns."""
     manifest = session.manifest
     results: dict[PhaseName, PhaseResult] = {}
-    for name in phases:
-        phase = get_phase(name)
-        lock = (
-            shared_store_lock(ctx.layout.runs_dir, ctx.config.index.vector_db)
-            if name == "index"
-            else contextlib.nullcontext()
-        )
-        with lock:
-            outcome = _run_phase(
-                ctx,
-                session,
-                phase,
-                force=name in forced,
-                phase_runner=phase_runner,
-                guards=guards,
-                base_manifest=base_manifest,
+    names = list(phases)
+    preload = Preload()
+
+    def preload_after(position: int) -> Callable[[], None]:
+        later = [get_phase(name) for name in names[position + 1 :]]
+        return lambda: preload.start(module for phase in later for module in phase.background_imports(ctx))
+
+    try:
+        for position, name in enumerate(names):
+            phase = get_phase(name)
+            ctx.waiting_on_workers = preload_after(position)
+            lock = (
+                shared_store_lock(ctx.layout.runs_dir, ctx.config.index.vector_db)
+                if name == "index"
+                else contextlib.nullcontext()
             )
-        results[phase.name] = outcome.result
-        if outcome.manifest is not None:
-            manifest.phases[phase.name] = outcome.manifest
-            manifest.timing.phase_durations[phase.name] = outcome.result.duration_ms
-        manifest.current_phase = None
-        if outcome.result.status == "failed":
-            return results, True
-        if outcome.result.status != "skipped":  # a skipped phase changed nothing to commit
-            session.commit()
-    return results, False
+            with lock:
+                outcome = _run_phase(
+                    ctx,
+                    session,
+                    phase,
+                    force=name in forced,
+                    phase_runner=phase_runner,
+                    guards=guards,
+                    base_manifest=base_manifest,
+                )
+            results[phase.name] = outcome.result
+            if outcome.manifest is not None:
+                manifest.phases[phase.name] = outcome.manifest
+                manifest.timing.phase_durations[phase.name] = outcome.result.duration_ms
+            manifest.current_phase = None
+            if outcome.result.status == "failed":
+                return results, True
+            if outcome.result.status != "skipped":  # a skipped phase changed nothing to commit
+                session.commit()
+        return results, False
+    finally:
+        ctx.waiting_on_workers = _nothing
+        preload.join()
+
+
+def _nothing() -> None:
+    return None
 
 
 def _finish(ctx: PhaseContext, manifest: RunManifest, failed: bool) -> None:

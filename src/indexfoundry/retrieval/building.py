@@ -3,10 +3,12 @@
 Once the normalize phase has committed a run's chunks, ``PartialIndex`` answers keyword
 searches over them (BM25 in memory, the same tokenizer and parameters as the index phase's
 keyword index); once vectors land in the runs folder's embedding cache (the index phase
-commits each batch there), semantic and hybrid searches rank the chunks embedded so far, by
-cosine to the query embedded with the run's model (a long chunk by its first window: its other
-windows' vectors count once the run is built). Nothing is written: the run's own
-artifacts, and which run is ``latest``, are the pipeline's alone. Answers say what they were
+commits each batch there), semantic searches rank the chunks embedded so far, by cosine to the
+query embedded with the run's model (a long chunk by its first window: its other windows'
+vectors count once the run is built), and hybrid searches once every chunk has its vector
+(before, they answer by keyword: a fusion over part of the vectors favours the embedded
+chunks). Nothing is written: the run's own artifacts, and which run is ``latest``, are the
+pipeline's alone. Answers say what they were
 searched over (``warnings``), and a result names the building run.
 """
 
@@ -100,14 +102,18 @@ class PartialIndex:
         return ranked[:k], len(ids)
 
     def search(self, query: str, mode: SearchMode, top_k: int) -> SearchResponse:
-        """The best ``top_k`` chunks in ``mode`` from what the run holds now; semantic and hybrid
-        fall back to keyword while no vector has landed (the answer's ``mode`` says which ran)."""
+        """The best ``top_k`` chunks in ``mode`` from what the run holds now (the answer's
+        ``mode`` says which ran): semantic falls back to keyword while no vector has landed, and
+        hybrid while any chunk has none yet. A fusion of a semantic leg over some chunks with a
+        keyword leg over all would rank the embedded ones above the rest whatever their relevance
+        (they get two reciprocal ranks, the others one)."""
         total = len(self.chunks)
         embedded = 0
         semantic: Ranked = []
         if mode != "keyword":
             semantic, embedded = self.semantic(query, max(top_k, CANDIDATES))
-        used: SearchMode = mode if embedded else "keyword"
+        complete = embedded == total
+        used: SearchMode = "keyword" if not embedded or (mode == "hybrid" and not complete) else mode
         if used == "semantic":
             ranked = semantic[:top_k]
         elif used == "keyword":
@@ -118,6 +124,8 @@ class PartialIndex:
         where = f"keyword search over all {total} chunks"
         if used != "keyword":
             where = f"{used} search with {embedded} of {total} chunks embedded so far"
+        elif mode == "hybrid" and embedded:
+            where = f"keyword search over all {total} chunks until all are embedded ({embedded} so far)"
         return SearchResponse(
             results=[self._result(cid, score) for cid, score in ranked],
             run_id=self.run_id,

@@ -58,3 +58,23 @@ def test_a_run_without_committed_chunks_has_no_partial_index(tmp_path: Path):
     assert not chunks_committed(layout)
     with pytest.raises(NotFound):
         PartialIndex(layout)
+
+
+def test_a_half_embedded_run_answers_hybrid_by_keyword_and_semantic_over_what_is_embedded(tmp_path: Path):
+    """A fusion of a semantic leg over some chunks with a keyword leg over all would rank the
+    embedded chunks first whatever their relevance: hybrid waits for every vector."""
+    import sqlite3
+
+    layout = _run(tmp_path)
+    partial = PartialIndex(layout, RecordingEmbedder())
+    missing = sorted(partial._hashes.values())[:2]
+    with sqlite3.connect(cache_dir(layout.runs_dir) / "embeddings.sqlite") as db:
+        db.executemany("DELETE FROM embeddings WHERE text_hash = ?", [(h,) for h in missing])
+    query = "pip install virtual environment"
+    total = len(partial.chunks)
+    hybrid = partial.search(query, "hybrid", 3)
+    assert hybrid.mode == "keyword"
+    assert [r.chunk_id for r in hybrid.results] == [cid for cid, _ in partial.keyword(query, 3)]
+    assert f"until all are embedded ({total - 2} so far)" in hybrid.warnings[0]
+    semantic = partial.search(query, "semantic", 3)
+    assert semantic.mode == "semantic" and f"with {total - 2} of {total} chunks embedded so far" in semantic.warnings[0]

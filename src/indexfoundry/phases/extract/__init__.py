@@ -224,6 +224,8 @@ class ExtractPhase(Phase):
                 task.advance()
 
             limits = Limits(workers, cfg.timeout_s, cfg.memory_mb)
+            if jobs:  # this process now mostly waits (for the fork server, then the workers)
+                ctx.waiting_on_workers()
             results = _run_on(ctx.executor, jobs, limits, ctx.config.execution.raw_transfer, store)
         return jobs, results, workers
 

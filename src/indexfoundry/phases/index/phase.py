@@ -57,6 +57,10 @@ class IndexPhase(Phase):
     def input_hashes(self, ctx: PhaseContext) -> list[str]:
         return upstream_artifact_hashes(ctx, "normalize")
 
+    def background_imports(self, ctx: PhaseContext) -> tuple[str, ...]:
+        # The store's client, and bm25s (with scipy.sparse) for the keyword index built at the end.
+        return (*provider_of(ctx.config.index.vector_db).preload, "bm25s")
+
     def publish(self, ctx: PhaseContext) -> None:
         """The run becomes ``latest``: a store that stages runs (pgvector) switches to its vectors."""
         if not provider_of(ctx.config.index.vector_db).publishes:

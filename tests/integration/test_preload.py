@@ -1,0 +1,66 @@
+"""Slow imports ahead of the index phase (``pipeline/preload.py``): started on a background thread
+when extract hands files to its workers, never when a rerun extracts nothing."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from indexfoundry import api
+from indexfoundry.phases.index.phase import IndexPhase
+from indexfoundry.pipeline.preload import Preload
+from tests.conftest import folder_config, write_tree
+from tests.fakes import RecordingEmbedder
+
+# A module that records, when imported, the thread that imported it.
+_RECORDER = """
+import threading
+IMPORTED_BY = threading.current_thread().name
+"""
+
+
+@pytest.fixture
+def recorder_modules(tmp_path: Path) -> Iterator[list[str]]:
+    folder = tmp_path / "modules"
+    names = ["preload_probe_first", "preload_probe_second"]
+    for name in names:
+        write_tree(folder, {f"{name}.py": _RECORDER})
+    sys.path.insert(0, str(folder))
+    try:
+        yield names
+    finally:
+        sys.path.remove(str(folder))
+        for name in names:
+            sys.modules.pop(name, None)
+
+
+def test_a_run_that_extracts_imports_the_index_phases_modules_on_the_preload_thread_and_an_unchanged_rerun_does_not(
+    tmp_path: Path, runs_dir: Path, recorder_modules: list[str], monkeypatch: pytest.MonkeyPatch
+):
+    first, second = recorder_modules
+    wanted = [first, "no_such_module_anywhere"]  # one that fails to import is left to the phase
+    monkeypatch.setattr(IndexPhase, "background_imports", lambda self, ctx: tuple(wanted))
+    docs = write_tree(tmp_path / "docs", {f"doc{i}.md": f"# Doc {i}\n\nText of document {i}.\n" for i in range(3)})
+    config = folder_config(docs)
+    run = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    assert run.status == "completed"
+    assert sys.modules[first].IMPORTED_BY == "indexfoundry-preload"
+
+    wanted[:] = [second]
+    rerun = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder(), run_id=run.run_id)
+    assert rerun.phases["extract"].status == "skipped"
+    assert second not in sys.modules  # nothing extracted, so nothing imported ahead
+
+
+def test_preload_imports_in_order_once_and_only_what_is_not_imported_yet(recorder_modules: list[str]):
+    first, second = recorder_modules
+    preload = Preload()
+    preload.start(["sys"])  # already imported: no thread
+    assert not preload.started
+    preload.start([first, "no_such_module_anywhere", second, first])
+    preload.start(["json"])  # one thread per run: a second start does nothing
+    preload.join()
+    assert sys.modules[first].IMPORTED_BY == sys.modules[second].IMPORTED_BY == "indexfoundry-preload"
