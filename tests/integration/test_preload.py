@@ -42,7 +42,7 @@ def test_a_run_that_extracts_imports_the_index_phases_modules_on_the_preload_thr
 ):
     first, second = recorder_modules
     wanted = [first, "no_such_module_anywhere"]  # one that fails to import is left to the phase
-    monkeypatch.setattr(IndexPhase, "background_imports", lambda self, ctx: tuple(wanted))
+    monkeypatch.setattr(IndexPhase, "prepare_ahead", lambda self, ctx: tuple(wanted))
     docs = write_tree(tmp_path / "docs", {f"doc{i}.md": f"# Doc {i}\n\nText of document {i}.\n" for i in range(3)})
     config = folder_config(docs)
     run = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
@@ -64,3 +64,39 @@ def test_preload_imports_in_order_once_and_only_what_is_not_imported_yet(recorde
     preload.start(["json"])  # one thread per run: a second start does nothing
     preload.join()
     assert sys.modules[first].IMPORTED_BY == sys.modules[second].IMPORTED_BY == "indexfoundry-preload"
+
+
+def test_preload_runs_loaders_on_its_thread_and_leaves_their_failures_to_the_phase():
+    ran: list[str] = []
+
+    def loader() -> None:
+        import threading
+
+        ran.append(threading.current_thread().name)
+
+    def broken() -> None:
+        raise RuntimeError("a model file not made yet")
+
+    preload = Preload()
+    preload.start([broken, "json", loader])
+    preload.join()
+    assert ran == ["indexfoundry-preload"]
+
+
+def test_the_index_phase_loads_its_local_model_ahead_only_when_this_process_embeds(tmp_path: Path):
+    import functools
+
+    from indexfoundry.backends.embedding.providers import prepare_embedder
+    from indexfoundry.models.config import GlobalConfig, PipelineConfig
+    from indexfoundry.phases.base import PhaseContext
+    from indexfoundry.storage.layout import RunLayout
+
+    config = PipelineConfig.model_validate(folder_config(tmp_path))
+    layout = RunLayout(tmp_path / "runs" / "01900000-0000-7000-8000-000000000000")
+    ctx = PhaseContext(layout=layout, config=config, global_config=GlobalConfig())
+    ahead = IndexPhase().prepare_ahead(ctx)
+    assert "chromadb" in ahead and "bm25s" in ahead
+    loaders = [item for item in ahead if isinstance(item, functools.partial)]
+    assert [(f.func, f.args[0]) for f in loaders] == [(prepare_embedder, config.index.embedding_model)]
+    ctx.embedder_override = RecordingEmbedder()
+    assert not [item for item in IndexPhase().prepare_ahead(ctx) if callable(item)]

@@ -69,7 +69,7 @@ class StoreProvider:
     - ``releases_runs``: ``run cleanup`` frees what a removed run holds in it (its
       ``release_run(config, layout)``).
     - ``preload``: modules its client takes long to import, imported on a background thread
-      while the phases before index wait on their workers (``Phase.background_imports``).
+      while the phases before index wait on their workers (``Phase.prepare_ahead``).
     """
 
     name: str

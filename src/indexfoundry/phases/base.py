@@ -187,11 +187,12 @@ class Phase(ABC):
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         """Do the work and write the artifacts atomically."""
 
-    def background_imports(self, ctx: PhaseContext) -> tuple[str, ...]:
-        """Modules this phase will import that take long to import (a store's client, an index
-        library). The runner imports them on a background thread once an earlier phase waits on
-        its workers (``PhaseContext.waiting_on_workers``); importing is all that is done there (a
-        module that fails to import is left to this phase). Default: none."""
+    def prepare_ahead(self, ctx: PhaseContext) -> tuple[str | Callable[[], object], ...]:
+        """What this phase will need that takes long to get: modules to import (a store's client,
+        an index library) and loaders that fill a process cache this phase reads (a model's
+        session). The runner prepares them on a background thread once an earlier phase waits on
+        its workers (``PhaseContext.waiting_on_workers``; ``pipeline/preload.py``); anything that
+        fails there is left to this phase, which does it again. Default: nothing."""
         return ()
 
     def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:

@@ -443,7 +443,7 @@ def _run_phases(
 
     def preload_after(position: int) -> Callable[[], None]:
         later = [get_phase(name) for name in names[position + 1 :]]
-        return lambda: preload.start(module for phase in later for module in phase.background_imports(ctx))
+        return lambda: preload.start(item for phase in later for item in phase.prepare_ahead(ctx))
 
     try:
         for position, name in enumerate(names):

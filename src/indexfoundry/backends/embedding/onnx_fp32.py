@@ -378,6 +378,10 @@ class OnnxEmbedder:
             self._session_ = cached_session(self.path, threads, self._wanted)
         return self._session_
 
+    def load(self) -> None:
+        """Make the session now (kept in this process's session cache) instead of at first use."""
+        self._session  # noqa: B018 - the property makes and caches the session
+
     @property
     def device(self) -> Device:
         """Where the session really runs (ONNX Runtime falls back to the CPU without a word)."""

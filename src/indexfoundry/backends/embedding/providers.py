@@ -40,3 +40,12 @@ def resolve_embedder(
     opener = getattr(importlib.import_module(entry.module_name), entry.opener_name)
     embedder: Embedder = opener(parsed, config or IndexConfig(), warn)
     return embedder
+
+
+def prepare_embedder(spec: str, config: IndexConfig | None = None) -> None:
+    """Load what ``spec``'s embedder loads at its first use (a local model's ONNX Runtime
+    session), into the process caches a later ``resolve_embedder`` of the same spec reads:
+    done ahead, on a background thread, of an index phase that will embed (``Phase.prepare_ahead``)."""
+    load = getattr(resolve_embedder(spec, config), "load", None)
+    if callable(load):
+        load()

@@ -5,12 +5,14 @@ store (pgvector) when the run becomes ``latest``.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from indexfoundry.backends.embedding.base import Embedder, embedding_backend
-from indexfoundry.backends.embedding.providers import resolve_embedder
+from indexfoundry.backends.embedding.providers import prepare_embedder, resolve_embedder
 from indexfoundry.backends.stores import provider_of, publish, run_store_path, seed_from_base, takes_concurrent_writers
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.artifacts import UpsertStats
@@ -57,9 +59,14 @@ class IndexPhase(Phase):
     def input_hashes(self, ctx: PhaseContext) -> list[str]:
         return upstream_artifact_hashes(ctx, "normalize")
 
-    def background_imports(self, ctx: PhaseContext) -> tuple[str, ...]:
-        # The store's client, and bm25s (with scipy.sparse) for the keyword index built at the end.
-        return (*provider_of(ctx.config.index.vector_db).preload, "bm25s")
+    def prepare_ahead(self, ctx: PhaseContext) -> tuple[str | Callable[[], object], ...]:
+        # The store's client, bm25s (with scipy.sparse) for the keyword index built at the end, and
+        # a local model's session when this process embeds (a one-vector edit waits ~0.35 s for it).
+        config = ctx.config.index
+        ahead: list[str | Callable[[], object]] = [*provider_of(config.vector_db).preload, "bm25s"]
+        if ctx.embedder_override is None and not ctx.executor.remote:
+            ahead.append(functools.partial(prepare_embedder, config.embedding_model, config))
+        return tuple(ahead)
 
     def publish(self, ctx: PhaseContext) -> None:
         """The run becomes ``latest``: a store that stages runs (pgvector) switches to its vectors."""
