@@ -136,10 +136,21 @@ def link_or_copy(source: Path, path: Path) -> None:
     base run writes no bytes), else an atomic copy. A ``path`` that already is ``source`` is left
     alone. Either way ``path`` appears whole or not at all; artifacts are only ever replaced,
     never written in place, so the two names never diverge."""
+    try:
+        os.link(source, path)  # the common case, one call: a new name in a folder that exists
+    except FileNotFoundError:  # the folder does not exist yet (or the source is gone)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # the name exists: the same file, or bytes to replace
+        pass
+    except OSError:  # no hard links here: copy the bytes
+        atomic_write_bytes(path, source.read_bytes(), fsync=False)
+        return
+    else:
+        _defer()  # the new name is made durable with the next commit's sync
+        return
     with contextlib.suppress(OSError):
         if os.path.samefile(source, path):
             return
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
         try:
             os.link(source, path)
