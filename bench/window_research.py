@@ -5,8 +5,8 @@ The index phase embeds a chunk longer than the model's 256-token window in windo
 script measures what other geometries would give, from runs the product built. It only measures:
 nothing in the product, its runs or its configuration is changed.
 
-A geometry is ``windows.py`` with the window ``W`` and ``overlap = int(size × frac)`` made
-parameters (``size // 4`` for a quarter, the product's expression), every other rule the product's:
+A geometry is ``windows.window_texts`` with the window ``W`` and the overlap (a share of a window,
+its ``overlap`` argument) chosen, every other rule the product's:
 ``256/q`` (256, a quarter: the current geometry), ``256/0``, ``256/e`` (an eighth), ``192/e``,
 ``128/0``, ``128/e``, ``128/q``; and ``256h+128w`` (the chunk's own 256-token vector plus the
 ``128/0`` windows), ``256q+128w`` (every ``256/q`` vector plus the ``128/0`` windows).
@@ -85,13 +85,7 @@ from indexfoundry.app.answers import DEPTH, KeyedQuestion, first_rank, read_answ
 from indexfoundry.app.eval import read_qrels, read_queries, score_rankings
 from indexfoundry.backends.embedding.cache import EmbeddingCache
 from indexfoundry.backends.embedding.onnx_fp32 import _packaged_model_dir
-from indexfoundry.backends.embedding.windows import (
-    _MARGIN,
-    _SPECIAL_TOKENS,
-    _word_starts,
-    local_window_texts,
-    window_id,
-)
+from indexfoundry.backends.embedding.windows import local_window_texts, window_id, window_texts
 from indexfoundry.phases.index.embedding import decode_vector
 from indexfoundry.retrieval.fusion import _sorted_fused, fuse, rrf_fuse, weighted_fuse
 from indexfoundry.storage.hashing import sha256_text
@@ -128,7 +122,7 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-# ---------------------------------------------------------------- geometry (windows.py, parameterised)
+# ---------------------------------------------------------------- geometry (windows.py's, its overlap a parameter)
 @cache
 def tokenizer(limit: int | None) -> Any:
     """The model's tokenizer, untruncated (None) or cutting at ``limit`` tokens (special tokens included)."""
@@ -143,42 +137,6 @@ def tokenizer(limit: int | None) -> Any:
 @cache
 def n_tokens(text: str) -> int:
     return len(tokenizer(None).encode(text).ids)
-
-
-def spans(n: int, first_end: int, size: int, starts: list[bool], frac: float) -> list[tuple[int, int]]:
-    """``windows._spans`` with the overlap a fraction of the window."""
-    overlap = size // 4 if frac == 0.25 else int(size * frac)
-    out: list[tuple[int, int]] = []
-    covered, previous = first_end, 0
-    while covered < n:
-        start = max(previous + 1, min(covered - overlap, n - size))
-        while start < n and not starts[start]:
-            start += 1
-        end = min(n, start + size)
-        while end < n and end > start + 1 and not starts[end]:
-            end -= 1
-        if start >= n or end <= start:
-            break
-        out.append((start, end))
-        previous, covered = start, end
-    return out
-
-
-def window_texts(embedded: str, body: str, max_tokens: int, frac: float, tok: Any) -> list[str]:
-    """``windows.window_texts`` with the overlap fraction ``frac``."""
-    if len(tok.encode(embedded).ids) <= max_tokens:
-        return []
-    prefix = embedded[: len(embedded) - len(body)] if embedded.endswith(body) else ""
-    prefix_tokens = len(tok.encode(prefix, add_special_tokens=False).ids) if prefix else 0
-    room = max_tokens - _SPECIAL_TOKENS - _MARGIN
-    first_end = max(1, max_tokens - _SPECIAL_TOKENS - prefix_tokens)
-    if room - prefix_tokens < room // 2:
-        prefix, prefix_tokens = "", 0
-    size = room - prefix_tokens
-    encoding = tok.encode(body, add_special_tokens=False)
-    offsets = encoding.offsets
-    found = spans(len(encoding.ids), first_end, size, _word_starts(encoding), frac)
-    return [prefix + body[offsets[s][0] : offsets[e - 1][1]] for s, e in found]
 
 
 def head_window(name: str) -> int:
@@ -197,7 +155,7 @@ def geometry_texts(chunks: list[tuple[str, str, str]], name: str) -> list[Text]:
     out: list[Text] = []
     for cid, embedded, body in chunks:
         out.append((cid, 0, embedded))
-        out += [(cid, k, t) for k, t in enumerate(window_texts(embedded, body, size, frac, tok), start=1)]
+        out += [(cid, k, t) for k, t in enumerate(window_texts(embedded, body, size, tok, frac), start=1)]
     return out
 
 
@@ -399,7 +357,7 @@ class Legs:
 def check(legs: Legs) -> None:
     """The 256/q geometry is windows.py's; the store holds the run's vectors and this model's."""
     split, tok = local_window_texts(256), tokenizer(None)
-    bad = sum(split(e, b) != window_texts(e, b, 256, 0.25, tok) for _, e, b in legs.rows)
+    bad = sum(split(e, b) != window_texts(e, b, 256, tok, 0.25) for _, e, b in legs.rows)
     texts = geometry_texts(legs.rows, BASELINE)
     log(f"check: 256/q windows differing from windows.py: {bad} of {len(legs.rows)} chunks")
     log(f"check: 256/q vectors {len(texts)}, the run's vector manifest {legs.service.vector_manifest.vectors}")

@@ -124,6 +124,17 @@ class ChunkMetadata(Strict):
     custom: dict[str, Any] | None = Field(default=None, description="Other metadata")
 
 
+def chunk_field(data: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted field (``source.uri``, ``metadata.heading_path``) of a chunk's JSON
+    form, or None: what store metadata and search filters name."""
+    value: Any = data
+    for part in dotted.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
 class DocumentChunk(Strict):
     """The canonical chunk record of ``normalized/chunks.jsonl``."""
 

@@ -22,6 +22,7 @@ from indexfoundry import __version__
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import GlobalConfig, PipelineConfig
 from indexfoundry.models.manifests import ErrorRecord, PhaseManifest, PhaseName, RunManifest
+from indexfoundry.models.records import chunk_field
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.storage.atomic import append_ndjson, iter_jsonl
 from indexfoundry.storage.layout import RunLayout
@@ -221,13 +222,7 @@ def _rows(path: Path, keys: Sequence[str]) -> set[tuple[str, ...]]:
         return set()
     out: set[tuple[str, ...]] = set()
     for row in iter_jsonl(path):
-        values: list[str] = []
-        for key in keys:
-            value: object = row
-            for part in key.split("."):
-                value = value.get(part) if isinstance(value, dict) else None
-            values.append(str(value))
-        out.add(tuple(values))
+        out.add(tuple(str(chunk_field(row, key)) for key in keys))
     return out
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from indexfoundry.errors import ConfigInvalid
-from indexfoundry.models.records import DocumentChunk
+from indexfoundry.models.records import DocumentChunk, chunk_field
 from indexfoundry.models.retrieval import RetrievalProfile, SearchFilter
 
 # Operators a Chroma-style ``where`` clause expresses (``contains`` is evaluated here instead).
@@ -98,16 +98,6 @@ def check_value(flt: SearchFilter) -> None:
         )
 
 
-def field_value(data: dict[str, Any], field: str) -> Any:
-    """The value at dotted ``field`` of a chunk's JSON form, or None."""
-    value: Any = data
-    for part in field.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
 def _match_one(value: Any, flt: SearchFilter) -> bool:
     if value is None:
         return False
@@ -141,7 +131,7 @@ def _match_one(value: Any, flt: SearchFilter) -> bool:
 
 def matches(data: dict[str, Any], filters: list[SearchFilter]) -> bool:
     """True if a chunk (its JSON form) passes every filter (filters are ANDed)."""
-    return all(_match_one(field_value(data, f.field), f) for f in filters)
+    return all(_match_one(chunk_field(data, f.field), f) for f in filters)
 
 
 def _store_ops(contains: bool) -> dict[str, str]:

@@ -28,6 +28,8 @@ from indexfoundry.storage.memo import Memo, memos_enabled
 # all-MiniLM-L6-v2 (the ``local`` and ``local-int8`` models) reads 256 tokens.
 LOCAL_WINDOW = 256
 WINDOW_SEPARATOR = "#w"
+# The share of a window each further window repeats of the one before.
+OVERLAP = 0.25
 # Tokens kept free in a window for the special tokens ([CLS], [SEP]) and a safety margin.
 _SPECIAL_TOKENS = 2
 _MARGIN = 2
@@ -68,14 +70,15 @@ def _word_starts(encoding: Any) -> list[bool]:
     return [i == 0 or words[i] is None or words[i] != words[i - 1] for i in range(len(words))]
 
 
-def _spans(n: int, first_end: int, size: int, starts: list[bool]) -> list[tuple[int, int]]:
-    """Token spans [start, end) of the windows after the first (which covers [0, first_end))."""
-    overlap = size // 4
+def _spans(n: int, first_end: int, size: int, starts: list[bool], overlap: float) -> list[tuple[int, int]]:
+    """Token spans [start, end) of the windows after the first (which covers [0, first_end)),
+    each overlapping the one before by ``overlap`` of a window."""
+    overlap_tokens = int(size * overlap)
     out: list[tuple[int, int]] = []
     covered = first_end
     previous = 0
     while covered < n:
-        start = max(previous + 1, min(covered - overlap, n - size))
+        start = max(previous + 1, min(covered - overlap_tokens, n - size))
         while start < n and not starts[start]:  # never begin inside a word
             start += 1
         end = min(n, start + size)
@@ -88,10 +91,11 @@ def _spans(n: int, first_end: int, size: int, starts: list[bool]) -> list[tuple[
     return out
 
 
-def window_texts(embedded: str, body: str, max_tokens: int, tokenizer: Any) -> list[str]:
+def window_texts(embedded: str, body: str, max_tokens: int, tokenizer: Any, overlap: float = OVERLAP) -> list[str]:
     """Texts of the windows after the first of a chunk whose embedded text is ``embedded``
     (breadcrumb + ``body``): empty when it fits ``max_tokens``. ``tokenizer`` is the model's
-    own, untruncated (``tokenizers.Tokenizer``)."""
+    own, untruncated (``tokenizers.Tokenizer``); ``overlap``: the share of a window each one
+    repeats of the one before (``bench/window_research.py`` measures others)."""
     if len(tokenizer.encode(embedded).ids) <= max_tokens:
         return []
     prefix = embedded[: len(embedded) - len(body)] if embedded.endswith(body) else ""
@@ -103,7 +107,7 @@ def window_texts(embedded: str, body: str, max_tokens: int, tokenizer: Any) -> l
     size = room - prefix_tokens
     encoding = tokenizer.encode(body, add_special_tokens=False)
     offsets = encoding.offsets
-    spans = _spans(len(encoding.ids), first_end, size, _word_starts(encoding))
+    spans = _spans(len(encoding.ids), first_end, size, _word_starts(encoding), overlap)
     return [prefix + body[offsets[s][0] : offsets[e - 1][1]] for s, e in spans]
 
 

@@ -5,11 +5,9 @@ that store holds without reading it back)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from indexfoundry.backends.stores import TEXT_HASH_KEY, Metadata
 from indexfoundry.models.config import VectorDbConfig
-from indexfoundry.models.records import DocumentChunk
+from indexfoundry.models.records import DocumentChunk, chunk_field
 from indexfoundry.storage.hashing import sha256_json
 
 # Chunk fields always copied into the store's metadata (filterable), besides the configured ones.
@@ -32,15 +30,6 @@ BASE_METADATA_FIELDS: tuple[str, ...] = (
 ROW_HASH_KEY = "_row_hash"
 
 
-def _field(chunk: dict[str, Any], dotted: str) -> Any:
-    value: Any = chunk
-    for part in dotted.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
 def metadata_fields(config: VectorDbConfig | None = None) -> tuple[str, ...]:
     """The built-in metadata fields plus the configured ones, sorted."""
     extra = config.metadata_fields if config is not None else []
@@ -52,7 +41,7 @@ def chunk_metadata(chunk: DocumentChunk, text_hash: str, fields: tuple[str, ...]
     data = chunk.model_dump(mode="json", include={name.split(".", 1)[0] for name in fields})
     meta: Metadata = {TEXT_HASH_KEY: text_hash}
     for name in fields:
-        value = _field(data, name)
+        value = chunk_field(data, name)
         if isinstance(value, list):
             value = ",".join(str(v) for v in value)
         if isinstance(value, str | int | float | bool):
