@@ -288,6 +288,72 @@ def test_a_no_change_run_takes_the_followed_runs_bm25_files_and_an_edit_builds_i
     assert hits and hits[0].source.uri == "docs/section3/doc043.md"
 
 
+def _taken_from(layout: RunLayout, phase: str) -> str | None:
+    return load_manifest(layout).phases[phase].details.get("taken_from")
+
+
+def test_a_no_change_run_takes_the_followed_runs_extraction_chunks_and_index_and_an_edit_redoes_them(
+    hundred: Path, runs_dir: Path, tmp_path: Path
+):
+    """Extract and normalize write what their fingerprint decides: a new run whose phase has the
+    fingerprint of the followed run's completed phase links that run's verified artifacts (and
+    the texts they list) instead of extracting and chunking every document again; its index
+    phase copies that run's store and links its embeddings and BM25 files. The bytes are a
+    fresh run's; an edit, a forced run or a followed run whose files no longer verify does
+    the work."""
+    from indexfoundry.app.tools.index import verify_run
+
+    config = folder_config(hundred)
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    followed = RunLayout(runs_dir / first.run_id)
+    fresh = api.pipeline_run(config, runs_dir=tmp_path / "fresh", embedder=RecordingEmbedder())
+    fresh_bytes = artifact_bytes(RunLayout(tmp_path / "fresh" / fresh.run_id))
+    for base in (None, "latest", first.run_id):
+        again = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder(), base=base)
+        layout = RunLayout(runs_dir / again.run_id)
+        source = followed if base != first.run_id else RunLayout(runs_dir / first.run_id)
+        for phase in ("extract", "normalize", "index"):
+            assert _taken_from(layout, phase) == source.run_id
+            assert again.phases[phase].new == 0
+        assert layout.chunks.samefile(source.chunks) and layout.documents.samefile(source.documents)
+        assert layout.embeddings.samefile(source.embeddings)
+        assert verify_run(again.run_id, runs_dir).ok  # the copied store holds the run's rows
+        store = open_run_store(layout, load_run_config(layout))
+        try:
+            assert set(store.all_ids()) == {row["chunk_id"] for row in iter_jsonl(layout.embeddings)}
+        finally:
+            store.close()
+        raws = sorted(p.name for p in layout.raw_dir.glob("*.md"))  # plain runs link them too
+        assert len(raws) == 100 and all((layout.raw_dir / n).samefile(source.raw_dir / n) for n in raws)
+        texts = sorted(p.name for p in layout.extracted_dir.glob("*.txt"))
+        assert len(texts) == 100 and all((layout.extracted_dir / n).samefile(source.extracted_dir / n) for n in texts)
+        assert artifact_bytes(layout) == fresh_bytes
+        followed = layout
+
+    forced = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder(), base="latest", force=True)
+    assert _taken_from(RunLayout(runs_dir / forced.run_id), "normalize") is None
+    assert _taken_from(RunLayout(runs_dir / forced.run_id), "index") is None
+
+    # The first run's chunks and embeddings no longer verify (replaced, not written through links).
+    for path in (RunLayout(runs_dir / first.run_id).chunks, RunLayout(runs_dir / first.run_id).embeddings):
+        data = path.read_bytes()
+        path.unlink()
+        path.write_bytes(
+            data.replace(b"widget number 42", b"widget number 24").replace(b'"dimensions":', b'"dimensions": ')
+        )
+    again = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder(), base=first.run_id)
+    layout = RunLayout(runs_dir / again.run_id)
+    assert _taken_from(layout, "extract") == first.run_id
+    assert _taken_from(layout, "normalize") is None and _taken_from(layout, "index") is None
+    assert artifact_bytes(layout) == fresh_bytes
+
+    (hundred / "section3/doc043.md").write_text(_doc(43, "Usage note 43 now mentions a frobnicator."))
+    edited = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    layout = RunLayout(runs_dir / edited.run_id)
+    assert {_taken_from(layout, phase) for phase in ("extract", "normalize", "index")} == {None}
+    assert edited.phases["extract"].new == 1
+
+
 def test_an_edit_does_not_read_back_a_store_whose_rows_the_runs_embeddings_record(
     hundred: Path, runs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

@@ -171,6 +171,12 @@ class Phase(ABC):
 
     name: ClassVar[PhaseName]
     version: ClassVar[str]
+    # True for a phase whose artifacts follow from its fingerprint alone (its inputs' hashes,
+    # config slice, version and libraries), never from the run's own earlier state: a new run
+    # whose phase has the fingerprint of the completed phase of the run it follows (its base, or
+    # the 'latest' it replaces) takes that run's artifacts, verified and linked, instead of doing
+    # the same work again (the runner's ``_taken``).
+    same_output_for_same_fingerprint: ClassVar[bool] = False
 
     @abstractmethod
     def config_slice(self, config: PipelineConfig) -> Any:

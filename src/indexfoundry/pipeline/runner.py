@@ -41,7 +41,7 @@ from indexfoundry.pipeline.locks import shared_store_lock
 from indexfoundry.pipeline.preload import Preload
 from indexfoundry.pipeline.runs import becomes_latest
 from indexfoundry.pipeline.session import RunSession
-from indexfoundry.storage.atomic import deferred_sync, remove_stale_temp_files
+from indexfoundry.storage.atomic import deferred_sync, link_or_copy, remove_stale_temp_files
 from indexfoundry.storage.clock import monotonic_ms, utc_now
 from indexfoundry.storage.filehashes import known_file_hashes
 from indexfoundry.storage.hashing import sha256_json
@@ -52,6 +52,7 @@ from indexfoundry.storage.manifest import (
     file_list_record,
     frozen_config,
     hash_list,
+    read_file_list,
     read_manifest,
     totals_of,
     write_frozen_config,
@@ -181,6 +182,9 @@ def _run_phase(
             fingerprint=fingerprint,
             inputs=hash_list(inputs),
         )
+        taken = _taken(ctx, session.manifest, phase, force, running, started)
+        if taken is not None:
+            return taken
         _start(ctx, session, phase, running, force)
         outcome = _outcome(ctx, phase, phase_runner)
         # An empty or shrunken output fails the run here, before later phases spend anything on it.
@@ -218,6 +222,71 @@ def _skipped(
             reused=previous.outputs.count,
         ),
         None,
+    )
+
+
+def _taken(
+    ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bool, running: PhaseManifest, started: int
+) -> _PhaseRun | None:
+    """The completed result of a phase that takes the followed run's artifacts: a phase with
+    ``same_output_for_same_fingerprint``, not yet started in this new run, whose fingerprint is
+    that of the followed run's completed phase (no errors) with artifacts that still verify
+    there. Its artifacts and the files they list are linked into this run (copied where links
+    cannot be made); nothing is recomputed. None (never when forced) when the phase has to run.
+
+    A nightly run over unchanged sources thus does not extract and chunk every document again
+    to write the bytes the run it replaces already holds."""
+    source = ctx.follows
+    if (
+        force
+        or not phase.same_output_for_same_fingerprint
+        or source is None
+        or source.root == ctx.layout.root
+        or phase.name in manifest.phases
+    ):
+        return None
+    try:
+        theirs = read_manifest(source).phases.get(phase.name)
+    except (IndexFoundryError, OSError, ValueError):
+        return None
+    if (
+        theirs is None
+        or theirs.status != "completed"
+        or theirs.fingerprint != running.fingerprint
+        or theirs.errors
+        or not artifacts_verify(source, theirs.artifacts)
+    ):
+        return None
+    for artifact in theirs.artifacts:
+        link_or_copy(source.root / artifact.path, ctx.layout.root / artifact.path)
+        if artifact.files is not None:
+            for rel in read_file_list(source.root / artifact.path):
+                link_or_copy(source.root / rel, ctx.layout.root / rel)
+    duration = monotonic_ms() - started
+    count = theirs.outputs.count
+    done = running.model_copy(
+        update={
+            "status": "completed",
+            "completed_at": utc_now(),
+            "duration_ms": duration,
+            "outputs": theirs.outputs,
+            "artifacts": theirs.artifacts,
+            "stats": theirs.stats,
+            "details": {**theirs.details, "reused": count, "new": 0, "taken_from": source.run_id},
+            "errors": [],
+        }
+    )
+    ctx.event("phase_completed", phase=phase.name, duration_ms=duration, errors=0, taken_from=source.run_id)
+    return _PhaseRun(
+        PhaseResult(
+            status="completed",
+            duration_ms=duration,
+            artifacts_created=len(theirs.artifacts),
+            errors=[],
+            reused=count,
+            new=0,
+        ),
+        done,
     )
 
 

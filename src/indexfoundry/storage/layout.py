@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -150,7 +151,7 @@ class RunLayout:
         return self.phase_dir(phase) / "files.sha256"
 
     # raw/
-    @property
+    @cached_property  # looked up once per raw file or text of a large run
     def raw_dir(self) -> Path:
         return self.root / "raw"
 
@@ -162,7 +163,7 @@ class RunLayout:
         return self.raw_dir / f"{sha256}.{ext}"
 
     # extracted/
-    @property
+    @cached_property  # looked up once per raw file or text of a large run
     def extracted_dir(self) -> Path:
         return self.root / "extracted"
 

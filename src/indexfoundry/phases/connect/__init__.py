@@ -134,6 +134,9 @@ def copy_folder_files(
     out: list[RawRecord] = []
     exts = [extension_for(file.content_type, file.relative_path) for file in scan.files]
     stored = _stored_raws(layout, base, [(file.sha256, ext) for file, ext in zip(scan.files, exts, strict=True)])
+    raw_dir_name = layout.raw_dir.name
+    source_name = source.name or Path(source.path).name
+    records_options = {"records": source.records.model_dump(mode="json")} if source.records else None
     for file, ext, kept in zip(scan.files, exts, stored, strict=True):
         try:
             if kept is not None:
@@ -161,11 +164,11 @@ def copy_folder_files(
                 size_bytes=file.size_bytes if kept is not None else target.stat().st_size,
                 content_type=file.content_type,
                 ext=ext,
-                path=f"{layout.raw_dir.name}/{target.name}",
+                path=f"{raw_dir_name}/{target.name}",
                 source_kind="folder",
-                source_name=source.name or Path(source.path).name,
+                source_name=source_name,
                 relative_path=file.relative_path,
-                extract_options=({"records": source.records.model_dump(mode="json")} if source.records else None),
+                extract_options=records_options,
             )
         )
     return out, errors
@@ -317,7 +320,9 @@ class ConnectPhase(Phase):
         scan = self._scan(index, source)
         if isinstance(scan, IndexFoundryError):
             raise scan
-        base = None if ctx.force else ctx.base_layout
+        # A file the followed run (the base, or the 'latest' a plain rerun replaces) holds under
+        # its scanned hash is hard-linked from there, not read and copied again.
+        base = None if ctx.force else ctx.follows
         records, errors = copy_folder_files(ctx.layout, source, scan, base=base)
         for uri, error in errors:
             ctx.record_error(error, "connect", uri=uri)

@@ -110,6 +110,7 @@ def _text_key(raw: RawRecord, item: ExtractedText) -> str:
 class ExtractPhase(Phase):
     name = "extract"
     version = "2"
+    same_output_for_same_fingerprint = True
 
     def config_slice(self, config: PipelineConfig) -> Any:
         # The number of workers changes how fast, never what is extracted.

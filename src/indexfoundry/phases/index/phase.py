@@ -85,6 +85,9 @@ class IndexPhase(Phase):
         embedder: Embedder = ctx.embedder_override or resolve_embedder(
             config.embedding_model, config, warn=lambda message: ctx.log(f"warning: {message}")
         )
+        taken = _take_followed(ctx, embedder.model_id)
+        if taken is not None:
+            return taken
         committed = stored_rows(layout, ctx.previous_phase)
         embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.executor)
         ordered = embedded.chunks
@@ -138,6 +141,71 @@ class IndexPhase(Phase):
             new=embedded.embedded,
             record_counts={"indexed/embeddings.jsonl": len(embedded.rows())},
         )
+
+
+def _take_followed(ctx: PhaseContext, model_id: str) -> PhaseOutcome | None:
+    """The followed run's index, taken whole by a new run whose index phase has its fingerprint
+    (the same chunks, settings, model and libraries: a no-change nightly run): its embedded store
+    copied (``_seed_store``), its embeddings file, vector manifest and BM25 files linked after
+    their hashes verify, and this run's own upsert stats written (every vector new to this run,
+    as in a run from scratch). Nothing is embedded, compared or read back. None when the phase
+    has to run: forced, a rerun in place, another fingerprint, errors, files that no longer
+    verify, another model, or a store that cannot be copied (a server store)."""
+    from indexfoundry.storage.atomic import link_or_copy
+    from indexfoundry.storage.manifest import artifacts_verify
+
+    seed = ctx.follows
+    running = ctx.manifest.phases.get("index") if ctx.manifest is not None else None
+    if ctx.force or ctx.previous_phase is not None or seed is None or running is None:
+        return None
+    theirs = completed_phase(seed, "index")
+    if theirs is None or theirs.fingerprint != running.fingerprint or theirs.errors:
+        return None
+    try:
+        if not artifacts_verify(seed, theirs.artifacts):
+            return None
+        manifest = read_json(seed.vector_manifest)
+        upsert = read_json(seed.upsert_stats)
+    except (OSError, ValueError):
+        return None
+    if manifest.get("model_used") != model_id or not _seed_store(ctx, seed, model_id):
+        return None
+    layout = ctx.layout
+    own = layout.upsert_stats.relative_to(layout.root).as_posix()
+    for artifact in theirs.artifacts:
+        if artifact.path != own:
+            link_or_copy(seed.root / artifact.path, layout.root / artifact.path)
+    vectors = int(upsert["stats"]["vectors"])
+    upsert["stats"] = {
+        "vectors": vectors,
+        "vectors_inserted": vectors,
+        "vectors_updated": 0,
+        "vectors_unchanged": 0,
+        "vectors_pruned": 0,
+        "vectors_failed": 0,
+    }
+    write_artifact(layout.upsert_stats, UpsertStats.model_validate(upsert))
+    return PhaseOutcome(
+        artifacts=[layout.root / a.path for a in theirs.artifacts],
+        output_count=theirs.outputs.count,
+        stats={
+            **upsert["stats"],
+            "store_writes": 0,
+            "store_copied_from": seed.run_id,
+            "store_pruned": 0,
+            "texts_embedded": 0,
+            "texts_from_cache": 0,
+            "chunks_in_windows": theirs.stats.get("chunks_in_windows", 0),
+            "window_vectors": theirs.stats.get("window_vectors", 0),
+        },
+        details={
+            **{k: v for k, v in theirs.details.items() if k not in ("reused", "new", "executor")},
+            "taken_from": seed.run_id,
+        },
+        reused=vectors,
+        new=0,
+        record_counts={"indexed/embeddings.jsonl": vectors},
+    )
 
 
 def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:

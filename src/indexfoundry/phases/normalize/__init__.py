@@ -53,6 +53,7 @@ def dedupe_options(config: NormalizeConfig) -> DedupeOptions | None:
 
 class NormalizePhase(Phase):
     name = "normalize"
+    same_output_for_same_fingerprint = True
     # 3: separator runs are one atom; oversized paragraphs packed into max_chars parts (by_paragraph).
     # 5: a chunk that begins inside a code fence records its opener (``position.fence``).
     version = "5"
