@@ -100,3 +100,31 @@ def test_the_index_phase_loads_its_local_model_ahead_only_when_this_process_embe
     assert [(f.func, f.args[0]) for f in loaders] == [(prepare_embedder, config.index.embedding_model)]
     ctx.embedder_override = RecordingEmbedder()
     assert not [item for item in IndexPhase().prepare_ahead(ctx) if callable(item)]
+
+
+def test_the_normalize_phase_builds_the_language_detector_ahead_only_when_it_detects(tmp_path: Path):
+    import threading
+
+    from indexfoundry.models.config import GlobalConfig, PipelineConfig
+    from indexfoundry.phases.base import PhaseContext
+    from indexfoundry.phases.normalize import NormalizePhase, language
+    from indexfoundry.storage.layout import RunLayout
+
+    layout = RunLayout(tmp_path / "runs" / "01900000-0000-7000-8000-000000000000")
+    on = PipelineConfig.model_validate(folder_config(tmp_path))
+    assert NormalizePhase().prepare_ahead(PhaseContext(layout=layout, config=on, global_config=GlobalConfig())) == (
+        language.prepare_detector,
+    )
+    off = PipelineConfig.model_validate(folder_config(tmp_path, normalize={"detect_language": False}))
+    assert NormalizePhase().prepare_ahead(PhaseContext(layout=layout, config=off, global_config=GlobalConfig())) == ()
+
+    # The preload thread and the phase may ask at once: one detector is built, both get it.
+    language._built_detector.cache_clear()
+    got: list[object] = []
+    threads = [threading.Thread(target=lambda: got.append(language._detector())) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 3 and all(d is got[0] for d in got)
+    assert language._detector().detect_language_of("The quick brown fox jumps over the lazy dog") is not None

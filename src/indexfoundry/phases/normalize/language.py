@@ -14,6 +14,7 @@ document with that little prose gets no language.
 from __future__ import annotations
 
 import re
+import threading
 from functools import cache
 from typing import Any
 
@@ -45,11 +46,25 @@ def cache_kind() -> str:
     return f"language/lingua-{version('lingua-language-detector')}/all-languages-low-accuracy"
 
 
+_detector_lock = threading.Lock()
+
+
 @cache
-def _detector() -> Any:
+def _built_detector() -> Any:
     from lingua import LanguageDetectorBuilder
 
     return LanguageDetectorBuilder.from_all_languages().with_low_accuracy_mode().build()
+
+
+def _detector() -> Any:
+    """The detector, built once per process (the preload thread may be building it: wait)."""
+    with _detector_lock:
+        return _built_detector()
+
+
+def prepare_detector() -> None:
+    """Build the detector ahead of a normalize phase that will need it (``Phase.prepare_ahead``)."""
+    _detector()
 
 
 def _sample(text: str) -> str | None:
