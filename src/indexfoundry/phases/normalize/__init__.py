@@ -67,7 +67,7 @@ class NormalizePhase(Phase):
         return data
 
     def prepare_ahead(self, ctx: PhaseContext) -> tuple[str | Callable[[], object], ...]:
-        # The language detector (about 0.3 s to build): a changed document's chunks need it.
+        # The language detector and its models (about 0.3 s): a changed document's chunks need them.
         if not effective_rules(ctx.config.normalize)[1]:
             return ()
         from indexfoundry.phases.normalize.language import prepare_detector

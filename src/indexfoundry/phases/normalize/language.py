@@ -63,8 +63,9 @@ def _detector() -> Any:
 
 
 def prepare_detector() -> None:
-    """Build the detector ahead of a normalize phase that will need it (``Phase.prepare_ahead``)."""
-    _detector()
+    """Build the detector and load its language models (lingua loads them on the first
+    detection, about 0.3 s) ahead of a normalize phase that will need them (``Phase.prepare_ahead``)."""
+    _detector().detect_language_of("The language models are loaded by a first detection.")
 
 
 def _sample(text: str) -> str | None:
