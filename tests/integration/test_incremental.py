@@ -9,7 +9,7 @@ import pytest
 
 from indexfoundry import api
 from indexfoundry.phases.index import decode_vector, open_run_store
-from indexfoundry.storage.atomic import iter_jsonl
+from indexfoundry.storage.atomic import iter_jsonl, read_json
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.manifest import load_manifest, load_run_config
 from tests.conftest import folder_config, write_tree
@@ -405,3 +405,28 @@ def test_an_edit_does_not_read_back_a_store_whose_rows_the_runs_embeddings_recor
     (hundred / "section0/doc044.md").write_text(_doc(44, "edited while the run was dead"))
     again = api.pipeline_run(config, runs_dir=runs_dir, run_id=out.run_id)
     assert again.status == "completed" and reads == [stats["vectors"]] and verify_run(out.run_id, runs_dir).ok
+
+
+def test_another_model_or_long_chunks_setting_is_another_normalize_output_never_a_taken_one(
+    hundred: Path, runs_dir: Path
+):
+    """chunk_stats.json measures the chunks against the model's window and says whether the index
+    phase embeds long ones in windows: a run with other index settings redoes normalize instead of
+    taking (or skipping to) the old figures."""
+    long_doc = {"long.md": "# Long\n\n" + " ".join(f"word{i} appears in a long paragraph." for i in range(400))}
+    write_tree(hundred, long_doc)
+    local = folder_config(hundred, index={"embedding_model": "local"})  # a model with a known window
+    first = api.pipeline_run(local, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    stats = read_json(RunLayout(runs_dir / first.run_id).chunk_stats)["stats"]
+    assert stats["chunks_over_window"] > 0 and stats["chunks_embedded_in_windows"] == stats["chunks_over_window"]
+
+    truncated = folder_config(hundred, index={"embedding_model": "local", "long_chunks": "truncate"})
+    second = api.pipeline_run(truncated, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    layout = RunLayout(runs_dir / second.run_id)
+    assert _taken_from(layout, "extract") == first.run_id and _taken_from(layout, "normalize") is None
+    assert "chunks_embedded_in_windows" not in read_json(layout.chunk_stats)["stats"]
+
+    hashed = folder_config(hundred, index={"embedding_model": "hash"})
+    third = api.pipeline_run(hashed, runs_dir=runs_dir, embedder=RecordingEmbedder(), base=second.run_id)
+    assert "token_window" not in read_json(RunLayout(runs_dir / third.run_id).chunk_stats)["stats"]
+    assert _taken_from(RunLayout(runs_dir / third.run_id), "normalize") is None

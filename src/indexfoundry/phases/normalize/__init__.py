@@ -61,9 +61,14 @@ class NormalizePhase(Phase):
 
     def config_slice(self, config: PipelineConfig) -> Any:
         data = config.normalize.model_dump(mode="json")
-        window = token_window(config.normalize, config.index) if config.normalize.max_tokens is not None else None
-        if window is not None:  # normalize.max_tokens shapes the chunks
+        # The model's window shapes the chunks with normalize.max_tokens and is measured into
+        # chunk_stats.json either way, with whether the index phase embeds long chunks in windows:
+        # another model or long_chunks setting is another normalize output, never a skipped or
+        # taken one with the old figures.
+        window = token_window(config.normalize, config.index)
+        if window is not None:
             data["token_window"] = window.describe()
+        data["windows_embedded"] = windows_embedded(config.index)
         return data
 
     def prepare_ahead(self, ctx: PhaseContext) -> tuple[str | Callable[[], object], ...]:
