@@ -25,3 +25,14 @@ def allocate_mb(megabytes: int) -> tuple[str, int]:
     except MemoryError:
         return "memory error", os.getpid()
     return "held", os.getpid()
+
+
+class _OutOfMemoryWhenSent:
+    """A result whose pickling fails as it would with the address space used up."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise MemoryError("no memory left to send the result")
+
+
+def result_that_cannot_be_sent(job: int) -> _OutOfMemoryWhenSent:
+    return _OutOfMemoryWhenSent()

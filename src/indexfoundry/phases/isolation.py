@@ -93,7 +93,19 @@ def _limit_resources(memory_mb: int) -> int:
 
 
 def _worker_main(conn: Connection, memory_mb: int) -> None:
-    """Worker loop: receive ``(task, job)``, send back ``task(job)``, until told to stop."""
+    """Worker loop: receive ``(task, job)``, send back ``task(job)``, until told to stop.
+
+    Anything that escapes the loop (a MemoryError raised while the outcome of a job that used
+    up the address space is built or sent) ends the process at once with exit code 70: the
+    exit handlers multiprocessing would run on the way out can spin for minutes at the address
+    space limit, so the pool would see the job run into its time limit instead of a dead worker."""
+    try:
+        _serve(conn, memory_mb)
+    except BaseException:
+        os._exit(70)
+
+
+def _serve(conn: Connection, memory_mb: int) -> None:
     # One OCR thread per worker: the pool already uses every core.
     os.environ["OMP_THREAD_LIMIT"] = "1"
     baseline = _limit_resources(memory_mb)
@@ -306,6 +318,7 @@ class IsolationPool:
                             result, retire = worker.conn.recv()
                         except (EOFError, OSError):
                             del active[worker]
+                            worker.process.join(timeout=1)  # its pipe closed as it exited: its code
                             code = worker.process.exitcode
                             worker.stop(kill=True)
                             finish(item.index, _died(code, limits.memory_mb))

@@ -8,7 +8,7 @@ import signal
 
 from indexfoundry.phases.executor import LOCAL, LocalExecutor
 from indexfoundry.phases.isolation import IsolationPool, Limits, Stopped
-from tests.isolation_jobs import allocate_mb, pid_of_worker, sleep_then_pid
+from tests.isolation_jobs import allocate_mb, pid_of_worker, result_that_cannot_be_sent, sleep_then_pid
 from tests.waiting import wait_for
 
 LIMITS = Limits(workers=1, timeout_s=20, memory_mb=256)
@@ -66,6 +66,22 @@ def test_the_memory_limit_holds_in_a_reused_worker_and_a_worker_that_grew_retire
     assert grown == ("held", over[1])
     assert not isinstance(after, Stopped) and after[0] == "held" and after[1] != grown[1]  # it retired
     assert pool.started == 2
+
+
+def test_a_worker_that_runs_out_of_memory_outside_its_job_exits_at_once_and_the_job_is_stopped():
+    """A MemoryError that escapes the worker's loop (here: sending the result) ends the process
+    with exit code 70 instead of running multiprocessing's exit handlers, which can spin for
+    minutes at the address space limit; the job is a Stopped, the next one gets a new worker."""
+    pool = IsolationPool()
+    try:
+        stopped, after = pool.run([1, 2], result_that_cannot_be_sent, LIMITS)
+        (next_job,) = pool.run([3], pid_of_worker, LIMITS)
+    finally:
+        pool.close()
+    assert isinstance(stopped, Stopped) and stopped.limit == "memory" and "exit code 70" in stopped.reason
+    assert isinstance(after, Stopped) and "exit code 70" in after.reason
+    assert next_job[0] == 3
+    assert pool.started == 3
 
 
 def test_the_local_executor_keeps_its_pool_between_maps_and_close_stops_the_workers():
