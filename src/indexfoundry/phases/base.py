@@ -244,6 +244,40 @@ def completed_phase(layout: RunLayout, name: PhaseName) -> PhaseManifest | None:
     return phase if phase is not None and phase.status == "completed" else None
 
 
+def followed_phase(ctx: PhaseContext, name: PhaseName, fingerprint: str) -> PhaseManifest | None:
+    """The completed entry of phase ``name`` in the run this new run follows (``ctx.follows``),
+    when it has ``fingerprint``, recorded no errors and its artifacts (and the files their lists
+    name) still verify there: what this run's phase would write, already written. None otherwise,
+    and always when forced."""
+    from indexfoundry.storage.manifest import artifacts_verify
+
+    source = ctx.follows
+    if ctx.force or source is None or source.root == ctx.layout.root:
+        return None
+    theirs = completed_phase(source, name)
+    if theirs is None or theirs.fingerprint != fingerprint or theirs.errors:
+        return None
+    return theirs if artifacts_verify(source, theirs.artifacts) else None
+
+
+def link_followed_artifacts(ctx: PhaseContext, theirs: PhaseManifest, leave: frozenset[str] = frozenset()) -> None:
+    """Link the followed run's verified artifacts of ``theirs`` (``followed_phase``), and the files
+    their lists name, into this run (copied where links cannot be made); paths in ``leave`` are
+    the caller's to write."""
+    from indexfoundry.storage.atomic import link_or_copy
+    from indexfoundry.storage.manifest import read_file_list
+
+    source = ctx.follows
+    assert source is not None
+    for artifact in theirs.artifacts:
+        if artifact.path in leave:
+            continue
+        link_or_copy(source.root / artifact.path, ctx.layout.root / artifact.path)
+        if artifact.files is not None:
+            for rel in read_file_list(source.root / artifact.path):
+                link_or_copy(source.root / rel, ctx.layout.root / rel)
+
+
 def upstream_artifact_hashes(ctx: PhaseContext, phase: PhaseName) -> list[str]:
     """Hashes of the artifacts the upstream ``phase`` recorded in the run manifest."""
     from indexfoundry.storage.manifest import load_manifest

@@ -33,7 +33,14 @@ from indexfoundry.models.manifests import (
     RunManifest,
     Timing,
 )
-from indexfoundry.phases.base import NullProgress, Phase, PhaseContext, PhaseOutcome
+from indexfoundry.phases.base import (
+    NullProgress,
+    Phase,
+    PhaseContext,
+    PhaseOutcome,
+    followed_phase,
+    link_followed_artifacts,
+)
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.pipeline.guards import RunGuards, check_phase_output
 from indexfoundry.pipeline.inuse import in_use
@@ -41,7 +48,7 @@ from indexfoundry.pipeline.locks import shared_store_lock
 from indexfoundry.pipeline.preload import Preload
 from indexfoundry.pipeline.runs import becomes_latest
 from indexfoundry.pipeline.session import RunSession
-from indexfoundry.storage.atomic import deferred_sync, link_or_copy, remove_stale_temp_files
+from indexfoundry.storage.atomic import deferred_sync, remove_stale_temp_files
 from indexfoundry.storage.clock import monotonic_ms, utc_now
 from indexfoundry.storage.filehashes import known_file_hashes
 from indexfoundry.storage.hashing import sha256_json
@@ -52,7 +59,6 @@ from indexfoundry.storage.manifest import (
     file_list_record,
     frozen_config,
     hash_list,
-    read_file_list,
     read_manifest,
     totals_of,
     write_frozen_config,
@@ -236,32 +242,13 @@ def _taken(
 
     A nightly run over unchanged sources thus does not extract and chunk every document again
     to write the bytes the run it replaces already holds."""
+    if force or not phase.same_output_for_same_fingerprint or phase.name in manifest.phases:
+        return None
+    theirs = followed_phase(ctx, phase.name, running.fingerprint)
+    if theirs is None or ctx.follows is None:
+        return None
     source = ctx.follows
-    if (
-        force
-        or not phase.same_output_for_same_fingerprint
-        or source is None
-        or source.root == ctx.layout.root
-        or phase.name in manifest.phases
-    ):
-        return None
-    try:
-        theirs = read_manifest(source).phases.get(phase.name)
-    except (IndexFoundryError, OSError, ValueError):
-        return None
-    if (
-        theirs is None
-        or theirs.status != "completed"
-        or theirs.fingerprint != running.fingerprint
-        or theirs.errors
-        or not artifacts_verify(source, theirs.artifacts)
-    ):
-        return None
-    for artifact in theirs.artifacts:
-        link_or_copy(source.root / artifact.path, ctx.layout.root / artifact.path)
-        if artifact.files is not None:
-            for rel in read_file_list(source.root / artifact.path):
-                link_or_copy(source.root / rel, ctx.layout.root / rel)
+    link_followed_artifacts(ctx, theirs)
     duration = monotonic_ms() - started
     count = theirs.outputs.count
     done = running.model_copy(

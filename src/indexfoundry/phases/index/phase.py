@@ -24,6 +24,8 @@ from indexfoundry.phases.base import (
     PhaseContext,
     PhaseOutcome,
     completed_phase,
+    followed_phase,
+    link_followed_artifacts,
     package_version,
     upstream_artifact_hashes,
 )
@@ -151,19 +153,14 @@ def _take_followed(ctx: PhaseContext, model_id: str) -> PhaseOutcome | None:
     as in a run from scratch). Nothing is embedded, compared or read back. None when the phase
     has to run: forced, a rerun in place, another fingerprint, errors, files that no longer
     verify, another model, or a store that cannot be copied (a server store)."""
-    from indexfoundry.storage.atomic import link_or_copy
-    from indexfoundry.storage.manifest import artifacts_verify
-
     seed = ctx.follows
     running = ctx.manifest.phases.get("index") if ctx.manifest is not None else None
-    if ctx.force or ctx.previous_phase is not None or seed is None or running is None:
+    if ctx.previous_phase is not None or seed is None or running is None:
         return None
-    theirs = completed_phase(seed, "index")
-    if theirs is None or theirs.fingerprint != running.fingerprint or theirs.errors:
+    theirs = followed_phase(ctx, "index", running.fingerprint)
+    if theirs is None:
         return None
     try:
-        if not artifacts_verify(seed, theirs.artifacts):
-            return None
         manifest = read_json(seed.vector_manifest)
         upsert = read_json(seed.upsert_stats)
     except (OSError, ValueError):
@@ -171,10 +168,7 @@ def _take_followed(ctx: PhaseContext, model_id: str) -> PhaseOutcome | None:
     if manifest.get("model_used") != model_id or not _seed_store(ctx, seed, model_id):
         return None
     layout = ctx.layout
-    own = layout.upsert_stats.relative_to(layout.root).as_posix()
-    for artifact in theirs.artifacts:
-        if artifact.path != own:
-            link_or_copy(seed.root / artifact.path, layout.root / artifact.path)
+    link_followed_artifacts(ctx, theirs, leave=frozenset({layout.upsert_stats.relative_to(layout.root).as_posix()}))
     vectors = int(upsert["stats"]["vectors"])
     upsert["stats"] = {
         "vectors": vectors,
