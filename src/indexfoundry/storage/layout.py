@@ -202,6 +202,10 @@ class RunLayout:
     def chunk_stats(self) -> Path:
         return self.normalized_dir / "chunk_stats.json"
 
+    @property
+    def document_figures(self) -> Path:
+        return self.normalized_dir / "document_figures.jsonl"
+
     # indexed/
     @property
     def indexed_dir(self) -> Path:

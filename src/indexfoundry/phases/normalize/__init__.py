@@ -1,8 +1,10 @@
 """Phase 3, normalize: chunk every extracted document, dedupe and enrich the chunks.
 
 Reads ``extracted/documents.jsonl``; writes ``normalized/chunks.jsonl`` (``DocumentChunk``
-records in document order), ``chunk_stats.json``, ``dedupe_report.json`` and
-``metadata_enrichment.json``. Dedupe runs before enrichment (same result, less work).
+records in document order), ``chunk_stats.json``, ``dedupe_report.json``,
+``metadata_enrichment.json`` and ``document_figures.jsonl`` (each document's inputs, chunks and
+share of the counts: ``figures.py``). Dedupe runs before enrichment (same result, less work).
+A rerun after a small change chunks only the changed documents (``output.py``).
 """
 
 from __future__ import annotations
@@ -22,21 +24,16 @@ from indexfoundry.phases.base import (
     shared_rows,
     upstream_artifact_hashes,
 )
-from indexfoundry.phases.normalize.build import (
-    ChunkCache,
-    build_chunks,
-    chunk_documents,
-    chunk_limits,
-    chunk_stats,
-    chunker_config,
-)
+from indexfoundry.phases.normalize.build import build_chunks, chunk_limits, chunker_config
 from indexfoundry.phases.normalize.chunkers import chunk_spans
-from indexfoundry.phases.normalize.dedupe import dedupe_chunks, no_dedupe_report
-from indexfoundry.phases.normalize.enrich import effective_rules, enrich_chunks
+from indexfoundry.phases.normalize.dedupe import dedupe_report, no_dedupe_report
+from indexfoundry.phases.normalize.enrich import effective_rules, enrichment_report
+from indexfoundry.phases.normalize.figures import document_inputs, totals
+from indexfoundry.phases.normalize.output import Settings, carry_over, normalize_all, previous_output
 from indexfoundry.phases.normalize.packing import Span
-from indexfoundry.phases.normalize.window import token_window, window_stats, windows_embedded
+from indexfoundry.phases.normalize.window import token_window, windows_embedded
 from indexfoundry.storage.artifacts import write_artifact
-from indexfoundry.storage.atomic import atomic_write_jsonl, iter_jsonl
+from indexfoundry.storage.atomic import atomic_write_bytes
 from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.workcache import WorkCache
 
@@ -57,7 +54,8 @@ class NormalizePhase(Phase):
     same_output_for_same_fingerprint = True
     # 3: separator runs are one atom; oversized paragraphs packed into max_chars parts (by_paragraph).
     # 5: a chunk that begins inside a code fence records its opener (``position.fence``).
-    version = "5"
+    # 6: normalized/document_figures.jsonl (per-document figures; unchanged documents carried over).
+    version = "6"
 
     def config_slice(self, config: PipelineConfig) -> Any:
         data = config.normalize.model_dump(mode="json")
@@ -108,38 +106,32 @@ class NormalizePhase(Phase):
         # it only when normalize.max_tokens is set: on SciFact the split default cost hybrid
         # nDCG@10 0.7138 -> 0.7073 (BM25 loses more than semantic gains), so it is opt-in.
         window = token_window(config, ctx.config.index)
-        split = window if config.max_tokens is not None else None
-        documents = [ExtractedDocument.model_validate(row) for row in iter_jsonl(layout.documents)]
+        settings = Settings(
+            config=config,
+            rules=rules,
+            detect=detect,
+            window=window,
+            split=window if config.max_tokens is not None else None,
+            options=dedupe_options(config),
+            limits=chunk_limits(ctx.config.extract),
+            cache_kind=self._cache_kind(),
+        )
+        inputs = document_inputs(layout.root, layout.documents)
+        previous = previous_output(ctx, sha256_json(self.config_slice(ctx.config)), self.version, self.tool_versions())
 
         def on_error(doc: ExtractedDocument, error: IndexFoundryError) -> None:
             ctx.record_error(error, "normalize", uri=doc.uri)
 
-        with ctx.progress.task("normalize", total=len(documents)) as task, WorkCache.for_runs(ctx.runs_dir) as work:
-            # Documents chunked by earlier runs (same record, config, versions) are not chunked again.
-            result = chunk_documents(
-                layout,
-                documents,
-                config,
-                on_error=on_error,
-                advance=task.advance,
-                limits=chunk_limits(ctx.config.extract),
-                window=split,
-                executor=ctx.executor,
-                cache=None if ctx.force else ChunkCache(work, self._cache_kind()),
-            )
-        stats = chunk_stats(result.documents, result.chunks, config, result.hard_cuts)
-        # Chunks of link definitions, bare link lists, lone images or headings only (contentless.py).
-        stats["content_free_dropped"] = result.content_free
-        options = dedupe_options(config)
-        if options is not None:
-            chunks, report = dedupe_chunks(result.chunks, options)
-        else:
-            chunks, report = result.chunks, no_dedupe_report(len(result.chunks))
-        with WorkCache.for_runs(ctx.runs_dir) as cache:  # languages and token counts of earlier runs
-            chunks, enrichment = enrich_chunks(chunks, rules, detect, cache)
-            stats["chunks_after_dedupe"] = len(chunks)
-            texts = [c.embedding_text() for c in chunks]
-            stats.update(window_stats(window, texts, result.split_for_window, None if ctx.force else cache))
+        with ctx.progress.task("normalize", total=len(inputs)) as task, WorkCache.for_runs(ctx.runs_dir) as work:
+            # Documents chunked by earlier runs (same record, config, versions) are not chunked again;
+            # after a small change, unchanged documents keep their lines of the previous output.
+            out = None
+            if previous is not None:
+                out = carry_over(ctx, settings, work, inputs, previous, on_error, task.advance)
+            if out is None:
+                out = normalize_all(ctx, settings, work, inputs, on_error, task.advance)
+        figures = [one for _, _, one in out.documents]
+        stats, counts = totals(figures, window)
         over = stats.get("chunks_over_window")
         windowed = windows_embedded(ctx.config.index)
         if over and windowed:
@@ -154,14 +146,29 @@ class NormalizePhase(Phase):
                 f"warning: {over} chunk(s) are longer than the embedding model's "
                 f"{window.max_tokens if window else '?'}-token window; their tails are not embedded"
             )
-        atomic_write_jsonl(layout.chunks, chunks)
+        if settings.options is not None:
+            ids = [(chunk_id, one["uri"]) for one in figures for chunk_id, _, _ in one["chunks"]]
+            report = dedupe_report(ids, out.removed_at, settings.options)
+        else:
+            report = no_dedupe_report(stats["chunks_created"])
+        atomic_write_bytes(layout.chunks, b"".join(line for lines, _, _ in out.documents for line in lines))
+        atomic_write_bytes(layout.document_figures, b"".join(line for _, line, _ in out.documents))
         write_artifact(layout.chunk_stats, ChunkStatsReport(stats=stats, chunker_config=chunker_config(config)))
         write_artifact(layout.dedupe_report, DedupeReport.model_validate(report))
+        enrichment = enrichment_report(rules, detect, counts)
         write_artifact(layout.enrichment_report, EnrichmentReport.model_validate(enrichment))
+        kept = stats["chunks_after_dedupe"]
         return PhaseOutcome(
-            artifacts=[layout.chunks, layout.chunk_stats, layout.dedupe_report, layout.enrichment_report],
-            output_count=len(chunks),
+            artifacts=[
+                layout.chunks,
+                layout.chunk_stats,
+                layout.dedupe_report,
+                layout.enrichment_report,
+                layout.document_figures,
+            ],
+            output_count=kept,
             stats=stats,
-            new=len(chunks),
-            record_counts={"normalized/chunks.jsonl": len(chunks)},
+            details={"documents_carried": out.carried} if previous is not None else {},
+            new=kept,
+            record_counts={"normalized/chunks.jsonl": kept, "normalized/document_figures.jsonl": len(figures)},
         )

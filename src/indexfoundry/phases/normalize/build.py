@@ -283,6 +283,8 @@ class ChunkResult:
     split_for_window: int = 0
     content_free: int = 0
     failed: list[tuple[ExtractedDocument, IndexFoundryError]] = field(default_factory=list)
+    # Every document chunked without error, with its outcome (in document order).
+    outcomes: list[tuple[ExtractedDocument, ChunkedDocument]] = field(default_factory=list)
 
     def add(
         self,
@@ -302,6 +304,7 @@ class ChunkResult:
         self.split_for_window += one.split_for_window
         self.content_free += one.content_free
         self.chunks.extend(one.chunks)
+        self.outcomes.append((doc, one))
 
 
 def chunk_documents(

@@ -81,19 +81,6 @@ def simhash_similarity(a: int, b: int) -> float:
 Matcher = Callable[[int, DocumentChunk], tuple[int, float] | None]
 
 
-def _exact_matcher() -> Matcher:
-    first: dict[str, int] = {}
-
-    def match(index: int, chunk: DocumentChunk) -> tuple[int, float] | None:
-        found = first.get(chunk.content.text_hash)
-        if found is not None:
-            return found, 1.0
-        first[chunk.content.text_hash] = index
-        return None
-
-    return match
-
-
 def _simhash_matcher(threshold: float) -> Matcher:
     kept_index: list[int] = []
     kept_hash: list[int] = []
@@ -151,55 +138,83 @@ def _minhash_matcher(threshold: float) -> Matcher:
 def _matcher(options: DedupeOptions) -> Matcher:
     if options.method == "simhash":
         return _simhash_matcher(options.similarity_threshold)
-    if options.method == "minhash":
-        return _minhash_matcher(options.similarity_threshold)
-    return _exact_matcher()
+    return _minhash_matcher(options.similarity_threshold)
 
 
-def dedupe_chunks(chunks: list[DocumentChunk], options: DedupeOptions) -> tuple[list[DocumentChunk], dict[str, Any]]:
-    """Remove duplicate chunks; returns the kept chunks (in order) and the dedupe report."""
+def removals(chunks: list[DocumentChunk], options: DedupeOptions) -> dict[int, tuple[int, float]]:
+    """Which chunks dedupe removes: index -> (index of the kept chunk it duplicates, similarity)."""
+    if options.method == "exact":
+        return exact_removals([(_scope(c.doc_id, options), c.content.text_hash) for c in chunks])
     matchers: dict[str, Matcher] = {}
     removed_at: dict[int, tuple[int, float]] = {}
     for index, chunk in enumerate(chunks):
-        scope = chunk.doc_id if options.scope == "per_document" else ""
+        scope = _scope(chunk.doc_id, options)
         if scope not in matchers:
             matchers[scope] = _matcher(options)
         found = matchers[scope](index, chunk)
         if found is not None:
             removed_at[index] = found
-    kept = [c for i, c in enumerate(chunks) if i not in removed_at]
+    return removed_at
+
+
+def _scope(doc_id: str, options: DedupeOptions) -> str:
+    return doc_id if options.scope == "per_document" else ""
+
+
+def exact_removals(keys: list[tuple[str, str]]) -> dict[int, tuple[int, float]]:
+    """Exact dedupe over (scope, text hash) keys in order: each key after its first occurrence
+    is removed as a duplicate of it (similarity 1.0). Needs the hashes only, so a rerun can
+    dedupe a large run's chunks from its per-document figures without reading their texts."""
+    first: dict[tuple[str, str], int] = {}
+    removed_at: dict[int, tuple[int, float]] = {}
+    for index, key in enumerate(keys):
+        found = first.setdefault(key, index)
+        if found != index:
+            removed_at[index] = (found, 1.0)
+    return removed_at
+
+
+def dedupe_report(
+    ids: list[tuple[str, str]], removed_at: dict[int, tuple[int, float]], options: DedupeOptions
+) -> dict[str, Any]:
+    """The dedupe report of chunks ``ids`` ((chunk_id, uri) in order) after ``removals``."""
     removed: list[dict[str, Any]] = []
     groups: dict[int, list[str]] = {}
     for index in sorted(removed_at):
         original_index, similarity = removed_at[index]
-        chunk, original = chunks[index], chunks[original_index]
-        groups.setdefault(original_index, []).append(chunk.chunk_id)
+        (chunk_id, uri), (original_id, original_uri) = ids[index], ids[original_index]
+        groups.setdefault(original_index, []).append(chunk_id)
         removed.append(
             {
-                "chunk_id": chunk.chunk_id,
-                "uri": chunk.source.uri,
-                "duplicate_of": original.chunk_id,
-                "duplicate_of_uri": original.source.uri,
+                "chunk_id": chunk_id,
+                "uri": uri,
+                "duplicate_of": original_id,
+                "duplicate_of_uri": original_uri,
                 "similarity": round(similarity, 4),
             }
         )
-    report = {
+    return {
         "method": options.method,
         "scope": options.scope,
         "similarity_threshold": options.similarity_threshold,
         "stats": {
-            "input_chunks": len(chunks),
-            "output_chunks": len(kept),
+            "input_chunks": len(ids),
+            "output_chunks": len(ids) - len(removed_at),
             "duplicates_removed": len(removed),
             "duplicate_groups": len(groups),
         },
         "removed": removed,
         "groups": [
-            {"kept": chunks[i].chunk_id, "kept_uri": chunks[i].source.uri, "removed": ids}
-            for i, ids in sorted(groups.items())
+            {"kept": ids[i][0], "kept_uri": ids[i][1], "removed": chunk_ids} for i, chunk_ids in sorted(groups.items())
         ],
     }
-    return kept, report
+
+
+def dedupe_chunks(chunks: list[DocumentChunk], options: DedupeOptions) -> tuple[list[DocumentChunk], dict[str, Any]]:
+    """Remove duplicate chunks; returns the kept chunks (in order) and the dedupe report."""
+    removed_at = removals(chunks, options)
+    kept = [c for i, c in enumerate(chunks) if i not in removed_at]
+    return kept, dedupe_report([(c.chunk_id, c.source.uri) for c in chunks], removed_at, options)
 
 
 def no_dedupe_report(count: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from indexfoundry.errors import ConfigInvalid
@@ -161,13 +161,24 @@ def effective_rules(config: NormalizeConfig) -> tuple[EnrichRules, bool]:
     return rules, config.detect_language and rules.detect_language
 
 
-def enrich_chunks(
+@dataclass(frozen=True)
+class Enriched:
+    """What enrichment found in one chunk; the enrichment report's counts are sums of these."""
+
+    changed: bool  # a field took another value (the chunk was copied)
+    language: str | None
+    tags: tuple[str, ...]
+    sections: tuple[str, ...]
+    dates: tuple[str, ...]
+
+
+def enrich_each(
     chunks: list[DocumentChunk],
     rules: EnrichRules,
     detect_language: bool | None = None,
     cache: WorkCache | None = None,
-) -> tuple[list[DocumentChunk], dict[str, Any]]:
-    """Apply ``rules`` to every chunk; returns new chunks and the enrichment report. ``cache``
+) -> list[tuple[DocumentChunk, Enriched]]:
+    """Apply ``rules`` to every chunk: each enriched chunk with what was found in it. ``cache``
     (the runs folder's work cache) keeps detected languages across runs."""
     detect = rules.detect_language if detect_language is None else detect_language
     tags = compile_tags(rules)
@@ -178,9 +189,7 @@ def enrich_chunks(
         from indexfoundry.phases.normalize.language import detect_grouped_languages
 
         languages = detect_grouped_languages([c.content.text for c in chunks], [c.doc_id for c in chunks], cache)
-    counts: dict[str, Counter[str]] = {k: Counter() for k in ("languages", "tags", "sections", "dates")}
-    out: list[DocumentChunk] = []
-    enriched = 0
+    out: list[tuple[DocumentChunk, Enriched]] = []
     for chunk, language in zip(chunks, languages, strict=True):
         text = chunk.content.text
         chunk_tags = set(chunk.metadata.tags or [])
@@ -191,11 +200,11 @@ def enrich_chunks(
         matched = [name for name, regex in sections if regex.search(text)]
         if matched:
             custom["sections"] = matched
+        dates: list[str] = []
         if rules.extract_dates:
             dates = extract_dates(text)
             if dates:
                 custom["dates"] = dates
-                counts["dates"].update(dates)
         update = {
             "language": language if detect else chunk.metadata.language,
             "tags": sorted(chunk_tags) or None,
@@ -208,24 +217,61 @@ def enrich_chunks(
             metadata = chunk.metadata.model_copy(update=update)
             position = chunk.position if section is None else chunk.position.model_copy(update={"section": section})
             new = chunk.model_copy(update={"metadata": metadata, "position": position})
-        if new is not chunk:  # copied only when a field takes another value
-            enriched += 1
-        if language:
-            counts["languages"][language] += 1
-        counts["tags"].update(chunk_tags)
-        counts["sections"].update(matched)
-        out.append(new)
-    report: dict[str, Any] = {
+        found = Enriched(new is not chunk, language or None, tuple(sorted(chunk_tags)), tuple(matched), tuple(dates))
+        out.append((new, found))
+    return out
+
+
+@dataclass
+class EnrichmentCounts:
+    """The counts of an enrichment report, added up chunk by chunk (or document by document)."""
+
+    chunks: int = 0
+    enriched: int = 0
+    languages: Counter[str] = field(default_factory=Counter)
+    tags: Counter[str] = field(default_factory=Counter)
+    sections: Counter[str] = field(default_factory=Counter)
+    dates: int = 0
+
+    def add(self, found: Enriched) -> None:
+        self.chunks += 1
+        self.enriched += found.changed
+        if found.language:
+            self.languages[found.language] += 1
+        self.tags.update(found.tags)
+        self.sections.update(found.sections)
+        self.dates += len(found.dates)
+
+
+def enrichment_report(rules: EnrichRules, detect: bool, counts: EnrichmentCounts) -> dict[str, Any]:
+    """``metadata_enrichment.json``: the rules and what they found."""
+    return {
         "rules": rules.model_dump(mode="json"),
         "detect_language": detect,
         "language_detector": f"lingua-language-detector@{package_version('lingua-language-detector')} (low accuracy)"
         if detect
         else None,
-        "chunks": len(chunks),
-        "chunks_enriched": enriched,
-        "languages": dict(sorted(counts["languages"].items())),
-        "tags": dict(sorted(counts["tags"].items())),
-        "sections": dict(sorted(counts["sections"].items())),
-        "dates_found": sum(counts["dates"].values()),
+        "chunks": counts.chunks,
+        "chunks_enriched": counts.enriched,
+        "languages": dict(sorted(counts.languages.items())),
+        "tags": dict(sorted(counts.tags.items())),
+        "sections": dict(sorted(counts.sections.items())),
+        "dates_found": counts.dates,
     }
-    return out, report
+
+
+def enrich_chunks(
+    chunks: list[DocumentChunk],
+    rules: EnrichRules,
+    detect_language: bool | None = None,
+    cache: WorkCache | None = None,
+) -> tuple[list[DocumentChunk], dict[str, Any]]:
+    """Apply ``rules`` to every chunk; returns new chunks and the enrichment report. ``cache``
+    (the runs folder's work cache) keeps detected languages across runs."""
+    detect = rules.detect_language if detect_language is None else detect_language
+    counts = EnrichmentCounts()
+    out = []
+    for chunk, found in enrich_each(chunks, rules, detect, cache):
+        counts.add(found)
+        out.append(chunk)
+    return out, enrichment_report(rules, detect, counts)

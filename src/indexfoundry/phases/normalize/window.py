@@ -125,28 +125,14 @@ def fit_spans(text: str, spans: list[Span], window: TokenWindow) -> tuple[list[S
     return _renumber(out, split), sum(1 for s, c in zip(spans, counts, strict=True) if c > window.max_tokens)
 
 
-def window_stats(
-    window: TokenWindow | None, texts: list[str], split: int, cache: WorkCache | None = None
-) -> dict[str, object]:
-    """``chunk_stats.json``'s window figures over the final chunks' embedded texts (with ``cache``,
-    the runs folder's work cache, a text counted by an earlier run is not counted again)."""
-    if window is None:
-        return {}
-    counts = _counted(window, texts, cache) if texts else []
-    return {
-        "token_window": window.describe(),
-        "chunks_over_window": sum(1 for c in counts if c > window.max_tokens),
-        "chunks_split_for_window": split,
-        "max_embedded_tokens": max(counts, default=0),
-    }
-
-
 # Token counts of embedded texts by tokenizer and text (storage/memo.py: on in docs mode), so a
 # refresh after one edit counts only the changed chunks' texts.
 _count_memo: Memo[int] = Memo(50_000)
 
 
-def _counted(window: TokenWindow, texts: list[str], cache: WorkCache | None = None) -> list[int]:
+def token_counts(window: TokenWindow, texts: list[str], cache: WorkCache | None = None) -> list[int]:
+    """The model's token count of each text (with ``cache``, the runs folder's work cache, a text
+    counted by an earlier run is not counted again)."""
     keys = [f"{window.tokenizer}\n{text}" for text in texts] if memos_enabled() else []
     known = _count_memo.get_many(keys) if keys else {}
     todo = [i for i in range(len(texts)) if not keys or keys[i] not in known]

@@ -6,14 +6,15 @@ import pytest
 
 from indexfoundry.models.config import IndexConfig, NormalizeConfig
 from indexfoundry.phases.normalize.chunkers import chunk_spans
+from indexfoundry.phases.normalize.figures import totals
 from indexfoundry.phases.normalize.packing import Span
 from indexfoundry.phases.normalize.window import (
     TokenWindow,
     embedded_text,
     fit_spans,
     model_window,
+    token_counts,
     token_window,
-    window_stats,
 )
 
 
@@ -81,15 +82,32 @@ def test_the_model_tokenizer_counts_past_its_128_token_truncation():
     assert window.count([" ".join(["word"] * 300)]) == [302]
 
 
+def _figures(chunks: int, over: int, max_tokens: int, split: int) -> dict[str, object]:
+    counts = dict.fromkeys(("chars", "below_min", "hard_cuts", "content_free", "enriched", "dates"), 0)
+    empty: dict[str, int] = {}
+    return {
+        **counts,
+        "chunks": [[f"c{i}", f"h{i}", 1] for i in range(chunks)],
+        "split_for_window": split,
+        "over_window": over,
+        "max_tokens": max_tokens,
+        "languages": empty,
+        "tags": empty,
+        "sections": empty,
+    }
+
+
 def test_chunk_stats_report_chunks_over_the_window():
-    stats = window_stats(WINDOW, ["a " * 10, "b " * 100], split=3)
-    assert stats == {
+    counts = token_counts(WINDOW, ["a " * 10, "b " * 100])
+    assert counts == [12, 102]
+    stats, _ = totals([_figures(1, 0, 12, 1), _figures(1, 1, 102, 2)], WINDOW)
+    assert {k: stats[k] for k in ("token_window", "chunks_over_window", "chunks_split_for_window")} == {
         "token_window": {"max_tokens": 40, "tokenizer": "words"},
         "chunks_over_window": 1,
         "chunks_split_for_window": 3,
-        "max_embedded_tokens": 102,
     }
-    assert window_stats(None, ["a"], 0) == {}
+    assert stats["max_embedded_tokens"] == 102
+    assert "token_window" not in totals([_figures(1, 0, 0, 0)], None)[0]
 
 
 @pytest.mark.parametrize("strategy", ["recursive", "by_heading", "by_paragraph", "fixed_chars"])
@@ -100,7 +118,7 @@ def test_every_strategy_output_fits_after_fitting(strategy: str):
     assert max(words([embedded_text(s, text) for s in fitted])) <= WINDOW.max_tokens
 
 
-def test_with_memos_on_window_stats_count_only_texts_not_counted_before_and_give_the_same_figures():
+def test_with_memos_on_token_counts_count_only_texts_not_counted_before_and_give_the_same_figures():
     from indexfoundry.storage.memo import disable_memos, enable_memos
 
     counted: list[str] = []
@@ -111,18 +129,18 @@ def test_with_memos_on_window_stats_count_only_texts_not_counted_before_and_give
 
     window = TokenWindow(max_tokens=5, tokenizer="words-counted", count=counting)
     first, second = ["one two", "one two three four"], ["one two", "one two three four", "five six seven eight nine"]
-    plain = window_stats(window, second, 0)
+    plain = token_counts(window, second)
     enable_memos()
     try:
         counted.clear()
-        assert window_stats(window, first, 0)["chunks_over_window"] == 1
-        assert window_stats(window, second, 0) == plain
+        assert token_counts(window, first) == plain[:2]
+        assert token_counts(window, second) == plain
     finally:
         disable_memos()
     assert counted == [*first, "five six seven eight nine"]  # the second call counted only the new text
 
 
-def test_with_the_work_cache_window_stats_count_only_texts_no_earlier_run_counted(tmp_path):
+def test_with_the_work_cache_token_counts_count_only_texts_no_earlier_run_counted(tmp_path):
     from indexfoundry.storage.workcache import WorkCache
 
     counted: list[str] = []
@@ -133,10 +151,10 @@ def test_with_the_work_cache_window_stats_count_only_texts_no_earlier_run_counte
 
     window = TokenWindow(max_tokens=5, tokenizer="words-cached", count=counting)
     first, second = ["one two", "one two three four"], ["one two", "one two three four", "five six seven eight nine"]
-    plain = window_stats(window, second, 0)
+    plain = token_counts(window, second)
     counted.clear()
     with WorkCache.for_runs(tmp_path) as cache:
-        assert window_stats(window, first, 0, cache)["chunks_over_window"] == 1
+        assert token_counts(window, first, cache) == plain[:2]
     with WorkCache.for_runs(tmp_path) as cache:  # another run, another process: the same cache file
-        assert window_stats(window, second, 0, cache) == plain
+        assert token_counts(window, second, cache) == plain
     assert counted == [*first, "five six seven eight nine"]
