@@ -295,9 +295,10 @@ def _taken_from(layout: RunLayout, phase: str) -> str | None:
 def test_a_no_change_run_takes_the_followed_runs_extraction_chunks_and_index_and_an_edit_redoes_them(
     hundred: Path, runs_dir: Path, tmp_path: Path
 ):
-    """Extract and normalize write what their fingerprint decides: a new run whose phase has the
-    fingerprint of the followed run's completed phase links that run's verified artifacts (and
-    the texts they list) instead of extracting and chunking every document again; its index
+    """Connect (folder sources), extract and normalize write what their fingerprint decides: a
+    new run whose phase has the fingerprint of the followed run's completed phase links that
+    run's verified artifacts (and the files they list) instead of copying, extracting and
+    chunking every document again; its index
     phase copies that run's store and links its embeddings and BM25 files. The bytes are a
     fresh run's; an edit, a forced run or a followed run whose files no longer verify does
     the work."""
@@ -312,7 +313,7 @@ def test_a_no_change_run_takes_the_followed_runs_extraction_chunks_and_index_and
         again = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder(), base=base)
         layout = RunLayout(runs_dir / again.run_id)
         source = followed if base != first.run_id else RunLayout(runs_dir / first.run_id)
-        for phase in ("extract", "normalize", "index"):
+        for phase in ("connect", "extract", "normalize", "index"):
             assert _taken_from(layout, phase) == source.run_id
             assert again.phases[phase].new == 0
         assert layout.chunks.samefile(source.chunks) and layout.documents.samefile(source.documents)
@@ -350,7 +351,7 @@ def test_a_no_change_run_takes_the_followed_runs_extraction_chunks_and_index_and
     (hundred / "section3/doc043.md").write_text(_doc(43, "Usage note 43 now mentions a frobnicator."))
     edited = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
     layout = RunLayout(runs_dir / edited.run_id)
-    assert {_taken_from(layout, phase) for phase in ("extract", "normalize", "index")} == {None}
+    assert {_taken_from(layout, phase) for phase in ("connect", "extract", "normalize", "index")} == {None}
     assert edited.phases["extract"].new == 1
 
 

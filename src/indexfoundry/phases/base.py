@@ -178,6 +178,11 @@ class Phase(ABC):
     # the same work again (the runner's ``_taken``).
     same_output_for_same_fingerprint: ClassVar[bool] = False
 
+    def same_output_for(self, config: PipelineConfig) -> bool:
+        """``same_output_for_same_fingerprint`` under ``config`` (a phase whose artifacts follow
+        from its fingerprint for some configs only says which)."""
+        return self.same_output_for_same_fingerprint
+
     @abstractmethod
     def config_slice(self, config: PipelineConfig) -> Any:
         """The part of the pipeline config this phase depends on (hashed into the fingerprint)."""

@@ -234,15 +234,16 @@ def _skipped(
 def _taken(
     ctx: PhaseContext, manifest: RunManifest, phase: Phase, force: bool, running: PhaseManifest, started: int
 ) -> _PhaseRun | None:
-    """The completed result of a phase that takes the followed run's artifacts: a phase with
-    ``same_output_for_same_fingerprint``, not yet started in this new run, whose fingerprint is
-    that of the followed run's completed phase (no errors) with artifacts that still verify
-    there. Its artifacts and the files they list are linked into this run (copied where links
-    cannot be made); nothing is recomputed. None (never when forced) when the phase has to run.
+    """The completed result of a phase that takes the followed run's artifacts: a phase whose
+    output follows from its fingerprint under the run's config (``Phase.same_output_for``), not
+    yet started in this new run, whose fingerprint is that of the followed run's completed phase
+    (no errors) with artifacts that still verify there. Its artifacts and the files they list
+    are linked into this run (copied where links cannot be made); nothing is recomputed. None
+    (never when forced) when the phase has to run.
 
     A nightly run over unchanged sources thus does not extract and chunk every document again
     to write the bytes the run it replaces already holds."""
-    if force or not phase.same_output_for_same_fingerprint or phase.name in manifest.phases:
+    if force or not phase.same_output_for(ctx.config) or phase.name in manifest.phases:
         return None
     theirs = followed_phase(ctx, phase.name, running.fingerprint)
     if theirs is None or ctx.follows is None:

@@ -214,6 +214,12 @@ class ConnectPhase(Phase):
     def tool_versions(self) -> dict[str, str]:
         return {**super().tool_versions(), "httpx": package_version("httpx")}
 
+    def same_output_for(self, config: PipelineConfig) -> bool:
+        # Folder sources only: their input hashes are every scanned file's uri and content hash,
+        # so the raw files and manifest follow from the fingerprint (no fetch times, no ETags). A
+        # no-change run takes the followed run's raw files (linked) and manifest, as extract does.
+        return all(isinstance(source, FolderSource) for source in config.connect.sources)
+
     def _scan(self, index: int, source: FolderSource) -> FolderScan | IndexFoundryError:
         if index not in self._scans:
             try:
