@@ -170,3 +170,19 @@ def test_random_rounds_of_edits_over_shared_sections_always_end_like_a_fresh_run
         _same_as_fresh(layout, folder, config, tmp_path, f"round {round_}")
         carried += _carried(layout)
     assert carried > 0
+
+
+def test_chunks_a_normalize_tool_rewrote_are_never_carried_over(tmp_path: Path, runs_dir: Path):
+    from indexfoundry.app.tools.registry import call_tool
+
+    folder = write_tree(tmp_path / "docs", _tree())
+    config = _config(folder, True)
+    layout = _normalize(folder, runs_dir, config)
+    # The enrich tool rewrites chunks.jsonl with other rules (same number of lines); the phase's
+    # entry keeps its config hash and versions, with the tool's files recorded.
+    rules = {"taxonomy": {"greek": ["alpha", "beta"]}}
+    call_tool("indexfoundry_normalize_enrich", {"run_id": layout.run_id, "rules": rules}, runs_dir=runs_dir)
+    (folder / "d.md").write_text("# Delta\n\nThe delta page is English now.\n")
+    _normalize(folder, runs_dir, config, layout)
+    assert _carried(layout) == 0
+    _same_as_fresh(layout, folder, config, tmp_path, "after the enrich tool")

@@ -88,6 +88,9 @@ def previous_output(ctx: PhaseContext, config_hash: str, version: str, tools: di
     if (
         entry is None
         or entry.errors
+        # A normalize tool rewrote chunks.jsonl after the phase (its files recorded in the same
+        # entry, which keeps the phase's config hash): the figures no longer describe the chunks.
+        or "written_by" in entry.details
         or entry.phase_version != version
         or entry.config_hash != config_hash
         or entry.tool_versions != tools
