@@ -231,8 +231,10 @@ def carry_over(
     if affected:  # unchanged documents with other dedupe verdicts: their chunks from the chunk cache
         redone = _chunk(ctx, settings, work, [_document(inputs[i]) for i in affected], lambda d, e: None, None)
         chunked.update({doc.doc_id: one for doc, one in redone.outcomes})
-        if any(len(chunked.get(inputs[i].doc_id, ChunkedDocument()).chunks) != len(flags[i]) for i in affected):
-            return None
+        for i in affected:  # the same chunks the figures record (ids and text hashes), else no carry
+            again = chunked.get(inputs[i].doc_id, ChunkedDocument()).chunks
+            if [[c.chunk_id, c.content.text_hash] for c in again] != [f[:2] for f in figures[carried[i]]["chunks"]]:
+                return None
         for i in affected:
             del carried[i]
     redo = [(inputs[i], chunked[inputs[i].doc_id], flags[i]) for i in present if i not in carried]
