@@ -169,3 +169,8 @@ class EmbeddingRecord(Strict):
         description="SHA-256 of what the vector store holds under this id (model, metadata, stored text): "
         "a run starting from a copy of this run's store rewrites only the rows whose hash differs",
     )
+    chunk_line: str | None = Field(
+        default=None,
+        description="SHA-256 of the chunk's line in normalized/chunks.jsonl that this row was made from: "
+        "a rerun whose chunk has the same line, settings and model keeps the row as it is",
+    )

@@ -256,7 +256,7 @@ def atomic_write_jsonl(path: Path, rows: Iterable[Any]) -> int:
     return len(lines)
 
 
-def loads_json(text: str) -> Any:
+def loads_json(text: str | bytes) -> Any:
     """``json.loads``, by orjson where it reads the same values (2x faster on the rows of a large
     run); what orjson refuses and the json module reads (NaN, numbers past 64 bits, lone
     surrogates) goes through the json module, whose errors are raised."""

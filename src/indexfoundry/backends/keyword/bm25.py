@@ -22,7 +22,7 @@ import re
 import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -120,17 +120,22 @@ def _stems_now(texts: list[str]) -> list[list[str]] | None:
     return [[stem_of[w] for w in words if w in stem_of] for words in found]
 
 
-def text_stems(texts: list[str], hashes: list[str] | None = None, cache: WorkCache | None = None) -> list[list[str]]:
+def text_stems(
+    texts: Sequence[str], hashes: list[str] | None = None, cache: WorkCache | None = None
+) -> list[list[str]]:
     """Each text's keyword tokens (exactly ``tokenize``'s). Texts tokenized before are taken from
     this process's memo (docs mode) or, with ``cache`` and the texts' SHA-256 ``hashes``, from the
     runs folder's work cache; the others are tokenized now and kept."""
     memo = memos_enabled()
     keyed = cache is not None and hashes is not None
     if not memo and not keyed:
-        return _stems_now(texts) or tokenize(texts)
+        every = list(texts)
+        return _stems_now(every) or tokenize(every)
+    if memo:
+        texts = list(texts)  # the memo is keyed by text: every text is read
     joined: list[str | None] = [None] * len(texts)
     if memo:
-        known = _stems_memo.get_many(texts)
+        known = _stems_memo.get_many(list(texts))
         joined = [known.get(text) for text in texts]
     if cache is not None and hashes is not None:
         wanted = [hashes[i] for i, j in enumerate(joined) if j is None]
@@ -141,7 +146,7 @@ def text_stems(texts: list[str], hashes: list[str] | None = None, cache: WorkCac
     if todo:
         fresh = _stems_now([texts[i] for i in todo])
         if fresh is None:
-            return tokenize(texts)
+            return tokenize(list(texts))
         for i, stems in zip(todo, fresh, strict=True):
             out[i], joined[i] = stems, " ".join(stems)
         if cache is not None and hashes is not None:
@@ -212,10 +217,17 @@ def bm25_retriever(
 ) -> Any:
     """The BM25 retriever of ``ordered`` (non-empty, sorted by chunk id), indexed in memory.
     ``hashes`` (chunk id -> SHA-256 of its keyword text) and ``cache``: tokens of earlier runs."""
-    import bm25s
-
     texts = [keyword_text(c) for c in ordered]
     keys = [hashes[c.chunk_id] for c in ordered] if hashes is not None else None
+    return texts_retriever(texts, keys, cache)
+
+
+def texts_retriever(texts: Sequence[str], keys: list[str] | None = None, cache: WorkCache | None = None) -> Any:
+    """The BM25 retriever of keyword texts (non-empty, in chunk id order). With ``keys`` (each
+    text's SHA-256) and ``cache``, a text is read only when its tokens are not cached: ``texts``
+    may make its items when read (the index phase's carried chunks)."""
+    import bm25s
+
     vocab, ids, lengths = corpus_arrays(text_stems(texts, keys, cache))
     retriever = bm25s.BM25(**BM25_PARAMS)
     retriever.scores = bm25_scores(ids, lengths, len(vocab))
@@ -259,9 +271,23 @@ def build_keyword_index(
     (chunk id -> SHA-256 of its keyword text) and ``cache`` (the runs folder's work cache): an
     unchanged chunk's tokens are not found again."""
     ordered = sorted(chunks, key=lambda c: c.chunk_id)
+    texts = [keyword_text(c) for c in ordered]
+    keys = [hashes[c.chunk_id] for c in ordered] if hashes is not None else None
+    return write_keyword_index(layout, [c.chunk_id for c in ordered], texts, keys, cache)
+
+
+def write_keyword_index(
+    layout: RunLayout,
+    chunk_ids: list[str],
+    texts: Sequence[str],
+    keys: list[str] | None = None,
+    cache: WorkCache | None = None,
+) -> list[Path]:
+    """Build and persist the BM25 index of keyword ``texts`` (``keyword_text``; ``chunk_ids``
+    sorted, one per text); return its files, sorted. ``keys`` and ``cache`` as ``texts_retriever``."""
     with _new_index_folder(layout) as tmp:
-        if ordered:
-            bm25_retriever(ordered, hashes, cache).save(str(tmp), show_progress=False)
+        if chunk_ids:
+            texts_retriever(texts, keys, cache).save(str(tmp), show_progress=False)
             for path in tmp.iterdir():
                 with path.open("rb") as handle:
                     os.fsync(handle.fileno())
@@ -271,7 +297,7 @@ def build_keyword_index(
                 "schema_version": KEYWORD_SCHEMA_VERSION,
                 "tokenizer": {"stopwords": STOPWORDS, "stemmer": STEMMER_LANGUAGE},
                 "bm25": BM25_PARAMS,
-                "chunk_ids": [c.chunk_id for c in ordered],
+                "chunk_ids": chunk_ids,
             },
         )
     return sorted(p for p in layout.keyword_index_dir.iterdir() if p.is_file())

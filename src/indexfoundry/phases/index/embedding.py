@@ -16,7 +16,14 @@ import numpy as np
 
 from indexfoundry.backends.embedding.base import Embedder, Vectors, l2_normalize
 from indexfoundry.backends.embedding.cache import EmbeddingCache
-from indexfoundry.backends.embedding.windows import local_window_texts, model_window, window_id
+from indexfoundry.backends.embedding.windows import (
+    chunk_of,
+    is_window,
+    local_window_texts,
+    model_window,
+    window_id,
+    window_number,
+)
 from indexfoundry.backends.stores import TEXT_HASH_KEY, Metadata
 from indexfoundry.models.config import IndexConfig, VectorDbConfig
 from indexfoundry.models.records import DocumentChunk
@@ -24,7 +31,7 @@ from indexfoundry.phases.base import NullProgress
 from indexfoundry.phases.executor import LOCAL, Executor
 from indexfoundry.phases.index.rows import ROW_HASH_KEY, chunk_metadata, metadata_fields, row_hash
 from indexfoundry.phases.index.workers import EmbedBatch, EmbedOnWorker, embed_batch
-from indexfoundry.storage.atomic import atomic_write_jsonl
+from indexfoundry.storage.atomic import atomic_write_bytes, jsonl_line, loads_json
 from indexfoundry.storage.hashing import sha256_json, sha256_text
 from indexfoundry.storage.layout import RunLayout, cache_dir
 from indexfoundry.storage.workcache import WorkCache
@@ -95,49 +102,127 @@ def embed_with_cache(
         cache.close()
 
 
+@dataclass(frozen=True)
+class CarriedRow:
+    """A line of the previous ``indexed/embeddings.jsonl`` kept as it was: its chunk's line in
+    ``chunks.jsonl`` is the one the row was made from, under the same settings and model."""
+
+    line: bytes  # the embeddings file's line, newline included
+    text_hash: str
+    row_hash: str
+    vector: str  # base64 of little-endian float32, as in the line
+
+
+@dataclass(frozen=True)
+class Carried:
+    """Rows taken from the previous embeddings file (``carry.py``), and the chunk lines they
+    were made from: such a chunk is validated only when something needs its fields."""
+
+    rows: dict[str, CarriedRow]  # store id -> row (a chunk's own, and its windows')
+    chunk_lines: dict[str, bytes]  # chunk id -> its line in chunks.jsonl
+    dimensions: int  # the rows' vectors' dimensions
+
+
 @dataclass
 class Embedded:
-    """What ``embed_chunks`` produced (and wrote to ``indexed/embeddings.jsonl``)."""
+    """What ``embed_chunks`` produced (and wrote to ``indexed/embeddings.jsonl``).
+
+    ``chunks`` are the chunks embedded (or taken from the cache) by this call; a rerun's
+    unchanged chunks may instead be ``carried``: their rows come as lines of the previous
+    embeddings file, and ``chunk`` validates one of them only when asked."""
 
     chunks: list[DocumentChunk]  # sorted by chunk id
-    hashes: dict[str, str]  # chunk id -> text hash
-    vectors: dict[str, Vectors]  # text hash -> vector (normalised if configured)
+    hashes: dict[str, str]  # chunk id -> text hash (every chunk, carried ones too)
+    vectors: dict[str, Vectors]  # text hash -> vector (normalised if configured) of ``chunks``
     model_id: str
     dimensions: int
     reused: int
     embedded: int
     # chunk id -> text hashes of its windows after the first (``index.long_chunks: windows``)
     windows: dict[str, list[str]] = field(default_factory=dict)
+    carried: Carried | None = None
     # store_rows' last answer, by the store settings it was made for
     _rows: tuple[tuple[tuple[str, ...], bool], dict[str, Metadata]] | None = field(default=None, repr=False)
+    _chunks: dict[str, DocumentChunk] = field(default_factory=dict, repr=False)
+    _carried_vectors: dict[str, str] = field(default_factory=dict, repr=False)
 
-    def rows(self) -> list[tuple[str, DocumentChunk, str]]:
-        """(store id, chunk, text hash) of every vector: each chunk, then its windows; by store id."""
-        out = [(c.chunk_id, c, self.hashes[c.chunk_id]) for c in self.chunks]
-        by_id = {c.chunk_id: c for c in self.chunks}
+    def rows(self) -> list[tuple[str, str, str]]:
+        """(store id, chunk id, text hash) of every vector: each chunk, then its windows; by store id."""
+        out = [(cid, cid, text_hash) for cid, text_hash in self.hashes.items()]
         for cid, hashes in self.windows.items():
-            out.extend((window_id(cid, n), by_id[cid], h) for n, h in enumerate(hashes, start=1))
+            out.extend((window_id(cid, n), cid, h) for n, h in enumerate(hashes, start=1))
         return sorted(out, key=lambda row: row[0])
+
+    @property
+    def chunk_count(self) -> int:
+        """Every chunk of the run, carried ones included."""
+        return len(self.hashes)
+
+    def chunk(self, chunk_id: str) -> DocumentChunk:
+        """A chunk of the run: embedded now, or carried (validated from its line once)."""
+        if not self._chunks:
+            self._chunks.update((c.chunk_id, c) for c in self.chunks)
+        found = self._chunks.get(chunk_id)
+        if found is None:
+            assert self.carried is not None, chunk_id
+            line = self.carried.chunk_lines[chunk_id]
+            found = self._chunks[chunk_id] = DocumentChunk.model_validate(loads_json(line))
+        return found
+
+    def vector(self, text_hash: str) -> Vectors:
+        """A vector of the run by its text hash (a carried row's decoded from its line)."""
+        found = self.vectors.get(text_hash)
+        if found is not None or self.carried is None:
+            return self.vectors[text_hash]
+        if not self._carried_vectors:
+            self._carried_vectors.update((row.text_hash, row.vector) for row in self.carried.rows.values())
+        return decode_vector(self._carried_vectors[text_hash])
+
+    def row_hashes(self, vdb: VectorDbConfig) -> dict[str, str]:
+        """Store id -> the row hash a store holds for that vector under ``vdb``'s settings (a
+        carried row's as it was recorded: the phase carries rows only under the same settings)."""
+        out = {sid: str(meta[ROW_HASH_KEY]) for sid, meta in self.store_rows(vdb).items()}
+        if self.carried is not None:
+            out.update((sid, row.row_hash) for sid, row in self.carried.rows.items())
+        return out
+
+    def metadata(self, store_id: str, vdb: VectorDbConfig) -> Metadata:
+        """The metadata a store holds for one vector (``store_rows``' entry, or a carried row's)."""
+        made = self.store_rows(vdb).get(store_id)
+        if made is not None:
+            return made
+        assert self.carried is not None, store_id
+        row = self.carried.rows[store_id]
+        chunk = self.chunk(chunk_of(store_id))
+        return _row_metadata(chunk_metadata(chunk, "", metadata_fields(vdb)), row.text_hash, self.model_id, chunk, vdb)
 
     def store_rows(self, vdb: VectorDbConfig) -> dict[str, Metadata]:
         """Store id -> the metadata a store holds for that vector under ``vdb``'s settings, its
-        row hash (model, metadata, stored text) under ``rows.ROW_HASH_KEY``."""
+        row hash (model, metadata, stored text) under ``rows.ROW_HASH_KEY``: every vector of
+        ``chunks`` (carried rows are not made again; see ``metadata``)."""
         fields = metadata_fields(vdb)
         key = (fields, vdb.store_text)
         if self._rows is not None and self._rows[0] == key:
             return self._rows[1]
         out: dict[str, Metadata] = {}
-        by_chunk: dict[str, Metadata] = {}
-        for store_id, chunk, text_hash in self.rows():
-            base = by_chunk.get(chunk.chunk_id)
-            if base is None:  # a chunk's windows share its metadata but for the text hash
-                base = by_chunk[chunk.chunk_id] = chunk_metadata(chunk, "", fields)
-            meta = dict(base)
-            meta[TEXT_HASH_KEY] = text_hash
-            meta[ROW_HASH_KEY] = row_hash(self.model_id, meta, chunk.content.text if vdb.store_text else None)
-            out[store_id] = meta
+        by_id = {c.chunk_id: c for c in self.chunks}
+        for store_id, chunk_id, text_hash in self.rows():
+            chunk = by_id.get(chunk_id)
+            if chunk is None:
+                continue
+            # a chunk's windows share its metadata but for the text hash
+            base = chunk_metadata(chunk, "", fields) if store_id == chunk_id or chunk_id not in out else out[chunk_id]
+            out[store_id] = _row_metadata(base, text_hash, self.model_id, chunk, vdb)
         self._rows = (key, out)
         return out
+
+
+def _row_metadata(base: Metadata, text_hash: str, model_id: str, chunk: DocumentChunk, vdb: VectorDbConfig) -> Metadata:
+    meta = dict(base)
+    meta.pop(ROW_HASH_KEY, None)
+    meta[TEXT_HASH_KEY] = text_hash
+    meta[ROW_HASH_KEY] = row_hash(model_id, meta, chunk.content.text if vdb.store_text else None)
+    return meta
 
 
 def chunk_windows(
@@ -191,8 +276,14 @@ def embed_chunks(
     progress: Any = None,
     embeddings_path: Path | None = None,
     executor: Executor = LOCAL,
+    carried: Carried | None = None,
+    chunk_lines: dict[str, str] | None = None,
 ) -> Embedded:
-    """Embed chunks through the cache and write the embeddings file (sorted by chunk id)."""
+    """Embed chunks through the cache and write the embeddings file (sorted by chunk id).
+
+    ``carried``: the rows of a rerun's unchanged chunks, written as they were (their chunks are
+    not in ``chunks``). ``chunk_lines``: chunk id -> SHA-256 of its line in ``chunks.jsonl``,
+    recorded in its rows (``EmbeddingRecord.chunk_line``) so that the next run can carry them."""
     texts = {c.chunk_id: c.embedding_text() for c in chunks}
     hashes = {cid: sha256_text(text) for cid, text in texts.items()}
     texts_by_hash = {hashes[cid]: text for cid, text in texts.items()}
@@ -210,14 +301,23 @@ def embed_chunks(
         matrix = l2_normalize(np.stack([vectors[k] for k in keys]))
         vectors = {k: matrix[i] for i, k in enumerate(keys)}
     dimensions = int(next(iter(vectors.values())).shape[0]) if vectors else int(embedder.dimensions)
+    if carried is not None:
+        hashes, windows = _with_carried(hashes, windows, carried)
+        if not vectors and carried.rows:
+            dimensions = carried.dimensions
     ordered = sorted(chunks, key=lambda c: c.chunk_id)
-    result = Embedded(ordered, hashes, vectors, embedder.model_id, dimensions, reused, embedded, windows)
+    result = Embedded(ordered, hashes, vectors, embedder.model_id, dimensions, reused, embedded, windows, carried)
     stored = result.store_rows(config.vector_db)
     encoded = {text_hash: encode_vector(vector) for text_hash, vector in vectors.items()}
     # EmbeddingRecord's lines, written as plain rows (the same canonical JSON; tens of thousands
-    # of models built only to be dumped again cost more than the file)
-    records = [
-        {
+    # of models built only to be dumped again cost more than the file); a carried row's line as it was
+    lines: list[bytes] = []
+    for store_id, chunk_id, text_hash in result.rows():
+        if store_id not in stored:
+            assert carried is not None, store_id
+            lines.append(carried.rows[store_id].line)
+            continue
+        record = {
             "chunk_id": store_id,
             "text_hash": text_hash,
             "vector": encoded[text_hash],
@@ -225,9 +325,27 @@ def embed_chunks(
             "dimensions": dimensions,
             "row_hash": str(stored[store_id][ROW_HASH_KEY]),
         }
-        for store_id, _chunk, text_hash in result.rows()
-    ]
+        if chunk_lines is not None and chunk_id in chunk_lines:
+            record["chunk_line"] = chunk_lines[chunk_id]
+        lines.append((jsonl_line(record) + "\n").encode("utf-8"))
     target = embeddings_path or layout.embeddings
     target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_jsonl(target, records)
+    atomic_write_bytes(target, b"".join(lines))
     return result
+
+
+def _with_carried(
+    hashes: dict[str, str], windows: dict[str, list[str]], carried: Carried
+) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Every chunk's text hash and window hashes: the embedded chunks' and the carried rows'."""
+    hashes = dict(hashes)
+    windows = dict(windows)
+    carried_windows: dict[str, list[tuple[int, str]]] = {}
+    for store_id, row in carried.rows.items():
+        if is_window(store_id):
+            carried_windows.setdefault(chunk_of(store_id), []).append((window_number(store_id), row.text_hash))
+        else:
+            hashes[store_id] = row.text_hash
+    for chunk_id, found in carried_windows.items():
+        windows[chunk_id] = [text_hash for _n, text_hash in sorted(found)]
+    return hashes, windows

@@ -20,6 +20,7 @@ from indexfoundry.models.config import PipelineConfig
 from indexfoundry.models.manifests import PhaseManifest
 from indexfoundry.models.records import DocumentChunk
 from indexfoundry.phases.base import (
+    LazyItems,
     Phase,
     PhaseContext,
     PhaseOutcome,
@@ -30,18 +31,21 @@ from indexfoundry.phases.base import (
     upstream_artifact_hashes,
 )
 from indexfoundry.phases.executor import Executor
+from indexfoundry.phases.index.carry import PreviousRows, previous_rows, split_chunks
 from indexfoundry.phases.index.embedding import Embedded, embed_chunks
 from indexfoundry.phases.index.upsert import open_run_store, upsert_chunks, vector_manifest
 from indexfoundry.storage.artifacts import write_artifact
-from indexfoundry.storage.atomic import iter_jsonl, read_json
+from indexfoundry.storage.atomic import iter_jsonl, loads_json, read_json
 from indexfoundry.storage.filehashes import file_sha256_many
+from indexfoundry.storage.hashing import sha256_json
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.workcache import WorkCache
 
 
 class IndexPhase(Phase):
     name = "index"
-    version = "3"
+    # 4: each embeddings row records its chunk's line hash (a rerun carries unchanged chunks' rows).
+    version = "4"
 
     def config_slice(self, config: PipelineConfig) -> Any:
         return config.index.model_dump(mode="json")
@@ -83,19 +87,33 @@ class IndexPhase(Phase):
     def run(self, ctx: PhaseContext) -> PhaseOutcome:
         layout = ctx.layout
         config = ctx.config.index
-        chunks = [DocumentChunk.model_validate(row) for row in iter_jsonl(layout.chunks)]
         embedder: Embedder = ctx.embedder_override or resolve_embedder(
             config.embedding_model, config, warn=lambda message: ctx.log(f"warning: {message}")
         )
         taken = _take_followed(ctx, embedder.model_id)
         if taken is not None:
             return taken
-        committed = stored_rows(layout, ctx.previous_phase)
-        embedded = embed_chunks(layout, chunks, embedder, config, ctx.progress, executor=ctx.executor)
-        ordered = embedded.chunks
+        # A rerun's unchanged chunks keep their rows (carry.py); only the others are read as models.
+        tools = self.tool_versions()
+        previous = previous_rows(
+            ctx, sha256_json(self.config_slice(ctx.config)), self.version, tools, _model_details(embedder, ctx.executor)
+        )
+        split = split_chunks(layout.chunks.read_bytes().splitlines(keepends=True), previous)
+        chunks = [DocumentChunk.model_validate(loads_json(line)) for line in split.lines]
+        committed = _rows_of(previous) if _holds(previous, layout) else stored_rows(layout, ctx.previous_phase)
+        embedded = embed_chunks(
+            layout,
+            chunks,
+            embedder,
+            config,
+            ctx.progress,
+            executor=ctx.executor,
+            carried=split.carried,
+            chunk_lines=split.line_hashes,
+        )
         seed = ctx.follows
         seeded = not ctx.force and seed is not None and _seed_store(ctx, seed, embedded.model_id)
-        known = _known_rows(ctx, seed if seeded else None, committed)
+        known = _known_rows(ctx, seed if seeded else None, committed, previous)
         store = open_run_store(layout, ctx.config)
         try:
             upsert = upsert_chunks(store, embedded, config.vector_db, ctx.progress, ctx.executor, layout, known)
@@ -110,17 +128,17 @@ class IndexPhase(Phase):
         upsert["stats"] = changes_since({sid: row.vector for sid, row in (committed or {}).items()}, embedded)
         write_artifact(layout.upsert_stats, UpsertStats.model_validate(upsert))
         write_artifact(layout.vector_manifest, vector_manifest(layout, config.vector_db, embedded))
-        from indexfoundry.backends.keyword.bm25 import build_keyword_index
-
         # BM25 for keyword/hybrid search: the followed run's files when its index phase had this
         # fingerprint (the same chunks and settings: a no-change nightly run), else built.
         keyword_files = _keyword_index_of(ctx, seed)
         if keyword_files is None:
-            with WorkCache.for_runs(ctx.runs_dir) as work:  # tokens of chunks earlier runs indexed
-                keyword_files = build_keyword_index(layout, ordered, embedded.hashes, None if ctx.force else work)
+            keyword_files = _build_keyword_index(ctx, embedded)
+        carried = len(split.carried.rows) if split.carried is not None else 0
+        # Every distinct text of the run not embedded now: from the cache, or in a carried row.
+        not_embedded = len({text_hash for _s, _c, text_hash in embedded.rows()}) - embedded.embedded
         return PhaseOutcome(
             artifacts=[layout.embeddings, layout.upsert_stats, layout.vector_manifest, *keyword_files],
-            output_count=len(ordered),
+            output_count=embedded.chunk_count,
             stats={
                 **upsert["stats"],
                 "store_writes": store_ops["vectors_sent"],
@@ -128,21 +146,48 @@ class IndexPhase(Phase):
                 "store_copied_from": seed.run_id if seeded and seed is not None else None,
                 "store_pruned": store_ops["vectors_pruned"],
                 "texts_embedded": embedded.embedded,
-                "texts_from_cache": embedded.reused,
+                "texts_from_cache": not_embedded,
                 "chunks_in_windows": len(embedded.windows),
                 "window_vectors": sum(len(w) for w in embedded.windows.values()),
             },
             details={
-                "model": embedded.model_id,
-                "model_sha256": _model_hash(embedded.model_id),
-                **_backend_details(embedder, ctx.executor),
+                # On a remote executor the devices its workers embedded on, known once they did.
+                **_model_details(embedder, ctx.executor),
                 # Who wrote the store: on a cluster, its workers (a server store) or the driver.
                 **({"store_written_by": "workers" if by_workers else "driver"} if ctx.executor.remote else {}),
+                **({"rows_carried": carried} if previous is not None else {}),
             },
-            reused=embedded.reused,
+            reused=not_embedded,
             new=embedded.embedded,
             record_counts={"indexed/embeddings.jsonl": len(embedded.rows())},
         )
+
+
+def _build_keyword_index(ctx: PhaseContext, embedded: Embedded) -> list[Path]:
+    """The run's BM25 index, its tokens from the work cache where earlier runs found them: a
+    carried chunk is validated only when its tokens are not cached."""
+    from indexfoundry.backends.keyword.bm25 import keyword_text, write_keyword_index
+
+    ids = sorted(embedded.hashes)
+    texts = LazyItems(len(ids), lambda i: keyword_text(embedded.chunk(ids[i])))
+    keys = [embedded.hashes[chunk_id] for chunk_id in ids]
+    with WorkCache.for_runs(ctx.runs_dir) as work:  # tokens of chunks earlier runs indexed
+        return write_keyword_index(ctx.layout, ids, texts, keys, None if ctx.force else work)
+
+
+def _holds(previous: PreviousRows | None, layout: RunLayout) -> bool:
+    return previous is not None and previous.run.root == layout.root
+
+
+def _rows_of(previous: PreviousRows | None) -> dict[str, StoredRow] | None:
+    """What ``stored_rows`` would read from the previous rows' file, from the rows already read."""
+    if previous is None:
+        return None
+    return {
+        store_id: StoredRow(f"{row['model']}|{row['text_hash']}", row.get("row_hash"))
+        for _line_hash, rows in previous.by_chunk.values()
+        for store_id, _line, row in rows
+    }
 
 
 def _take_followed(ctx: PhaseContext, model_id: str) -> PhaseOutcome | None:
@@ -263,7 +308,10 @@ def stored_rows(layout: RunLayout, phase: PhaseManifest | None) -> dict[str, Sto
 
 
 def _known_rows(
-    ctx: PhaseContext, seeded_from: RunLayout | None, committed: dict[str, StoredRow] | None
+    ctx: PhaseContext,
+    seeded_from: RunLayout | None,
+    committed: dict[str, StoredRow] | None,
+    previous: PreviousRows | None = None,
 ) -> dict[str, str] | None:
     """Store id -> row hash of what the run's embedded store holds, when it is known without
     reading the store: a fresh copy of ``seeded_from``'s store holds what that run's completed
@@ -273,7 +321,11 @@ def _known_rows(
     if ctx.force:
         return None
     if seeded_from is not None:
-        rows = stored_rows(seeded_from, completed_phase(seeded_from, "index"))
+        rows = (
+            _rows_of(previous)
+            if _holds(previous, seeded_from)
+            else stored_rows(seeded_from, completed_phase(seeded_from, "index"))
+        )
     elif run_store_path(ctx.config.index.vector_db, ctx.layout) is not None:
         rows = committed
     else:
@@ -295,6 +347,15 @@ def changes_since(committed: dict[str, str], embedded: Embedded) -> dict[str, in
         "vectors_unchanged": len(current) - inserted - updated,
         "vectors_pruned": sum(1 for cid in committed if cid not in current),
         "vectors_failed": 0,
+    }
+
+
+def _model_details(embedder: Embedder, executor: Executor) -> dict[str, Any]:
+    """The phase's details on the model: its id, the hash of its weights and how it ran."""
+    return {
+        "model": embedder.model_id,
+        "model_sha256": _model_hash(embedder.model_id),
+        **_backend_details(embedder, executor),
     }
 
 

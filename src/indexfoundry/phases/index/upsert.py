@@ -72,7 +72,7 @@ def upsert_chunks(
     rows = embedded.rows()  # every chunk's vector, and the windows of long chunks
     store.ensure_collection(embedded.model_id, embedded.dimensions, reset=mode == "replace")
     ids = [store_id for store_id, _c, _h in rows]
-    metas = embedded.store_rows(vdb)
+    row_hashes = embedded.row_hashes(vdb)
     if mode == "replace":
         existing: dict[str, str | None] = {}
     elif known is not None:
@@ -83,14 +83,14 @@ def upsert_chunks(
     if mode == "insert":
         to_write = [row for row in rows if row[0] not in existing]
     else:
-        to_write = [row for row in rows if existing.get(row[0]) != metas[row[0]][ROW_HASH_KEY]]
+        to_write = [row for row in rows if existing.get(row[0]) != row_hashes[row[0]]]
     batch = max(1, min(vdb.batch_size, store.max_batch_size()))
     batches = [
         UpsertBatch(
             [store_id for store_id, _c, _h in part],
-            np.stack([embedded.vectors[text_hash] for _s, _c, text_hash in part]),
-            [c.content.text for _s, c, _h in part] if vdb.store_text else None,
-            [metas[store_id] for store_id, _c, _h in part],
+            np.stack([embedded.vector(text_hash) for _s, _c, text_hash in part]),
+            [embedded.chunk(chunk_id).content.text for _s, chunk_id, _h in part] if vdb.store_text else None,
+            [embedded.metadata(store_id, vdb) for store_id, _c, _h in part],
         )
         for part in (to_write[start : start + batch] for start in range(0, len(to_write), batch))
     ]
@@ -149,7 +149,7 @@ def vector_manifest(layout: RunLayout, vdb: VectorDbConfig, embedded: Embedded) 
         metadata_schema=list(metadata_fields(vdb)),
         store_text=vdb.store_text,
         store=describe_location(vdb, layout),
-        vectors=len(embedded.chunks) + sum(len(w) for w in embedded.windows.values()),
+        vectors=embedded.chunk_count + sum(len(w) for w in embedded.windows.values()),
         # Chunks longer than the model's window, embedded in windows too (each window one vector).
         **({"chunks_in_windows": len(embedded.windows)} if embedded.windows else {}),
     )

@@ -1,0 +1,116 @@
+"""A rerun's unchanged chunks keep their rows: the index phase's carry-over.
+
+Every row of ``indexed/embeddings.jsonl`` records the hash of the ``chunks.jsonl`` line it was
+made from (``EmbeddingRecord.chunk_line``). When the phase's previous output (the run's own,
+rerun in place, or the followed run's: its base, or the ``latest`` a plain run replaces) was
+made with the same index config, phase version, library versions and model, a chunk whose line
+has that hash keeps its rows (its own vector and its windows') as bytes: it is not validated,
+its text is not looked up in the embedding cache, its metadata and row hash are not made
+again. Only the other chunks go through ``embed_chunks``. Both ways write the same bytes (tested).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from indexfoundry.backends.embedding.windows import chunk_of
+from indexfoundry.models.manifests import PhaseManifest
+from indexfoundry.phases.base import PhaseContext, completed_phase
+from indexfoundry.phases.index.embedding import Carried, CarriedRow
+from indexfoundry.storage.atomic import loads_json
+from indexfoundry.storage.filehashes import file_sha256_many
+from indexfoundry.storage.hashing import sha256_bytes
+from indexfoundry.storage.layout import RunLayout
+
+
+@dataclass(frozen=True)
+class PreviousRows:
+    """The previous output's embeddings rows, by chunk id, and the run that holds them."""
+
+    run: RunLayout
+    entry: PhaseManifest
+    by_chunk: dict[str, tuple[str, list[tuple[str, bytes, dict[str, Any]]]]]  # id -> (line hash, rows)
+
+
+@dataclass(frozen=True)
+class Split:
+    """A run's chunk lines split into the carried rows and the chunks to embed now."""
+
+    carried: Carried | None
+    lines: list[bytes]  # the lines of the chunks to embed now, in file order
+    line_hashes: dict[str, str]  # chunk id -> its line's hash, for every chunk
+
+
+def previous_rows(
+    ctx: PhaseContext, config_hash: str, version: str, tools: dict[str, str], same_model: dict[str, Any]
+) -> PreviousRows | None:
+    """The rows the phase may carry, or None: forced, a remote executor (its workers' devices
+    decide the vectors), no previous output made the same way (config, version, libraries, the
+    model's details in ``same_model``), an index tool wrote the files since, or the embeddings
+    file no longer has its recorded hash."""
+    if ctx.force or ctx.executor.remote:
+        return None
+    entry: PhaseManifest | None
+    if ctx.previous_phase is not None:
+        run, entry = ctx.layout, ctx.previous_phase
+    elif ctx.follows is not None and ctx.follows.root != ctx.layout.root:
+        run, entry = ctx.follows, completed_phase(ctx.follows, "index")
+    else:
+        return None
+    if (
+        entry is None
+        or entry.status != "completed"
+        or entry.errors
+        or "written_by" in entry.details  # indexfoundry index embed|upsert rewrote the files
+        or entry.phase_version != version
+        or entry.config_hash != config_hash
+        or entry.tool_versions != tools
+        or any(entry.details.get(key) != value for key, value in same_model.items())
+    ):
+        return None
+    rel = run.embeddings.relative_to(run.root).as_posix()
+    recorded = {a.path: a.sha256 for a in entry.artifacts}
+    try:
+        if rel not in recorded or file_sha256_many([run.embeddings])[0] != recorded[rel]:
+            return None
+        data = run.embeddings.read_bytes()
+    except OSError:
+        return None
+    by_chunk: dict[str, tuple[str, list[tuple[str, bytes, dict[str, Any]]]]] = {}
+    for line in data.splitlines(keepends=True):
+        row = orjson.loads(line)
+        line_hash = row.get("chunk_line")
+        if not isinstance(line_hash, str):
+            return None  # rows written before lines were recorded: nothing to carry
+        store_id = row["chunk_id"]
+        found = by_chunk.setdefault(chunk_of(store_id), (line_hash, []))
+        found[1].append((store_id, line, row))
+    return PreviousRows(run, entry, by_chunk)
+
+
+def split_chunks(chunk_lines: list[bytes], previous: PreviousRows | None) -> Split:
+    """Which chunks keep their previous rows (their line is the one those rows were made from)
+    and which are embedded now."""
+    hashes: dict[str, str] = {}
+    fresh: list[bytes] = []
+    rows: dict[str, CarriedRow] = {}
+    kept: dict[str, bytes] = {}
+    dimensions = 0
+    for line in chunk_lines:
+        if not line.strip():
+            continue
+        chunk_id = loads_json(line)["chunk_id"]
+        line_hash = hashes[chunk_id] = sha256_bytes(line)
+        before = previous.by_chunk.get(chunk_id) if previous is not None else None
+        if before is None or before[0] != line_hash:
+            fresh.append(line)
+            continue
+        kept[chunk_id] = line
+        for store_id, row_line, row in before[1]:
+            rows[store_id] = CarriedRow(row_line, row["text_hash"], row["row_hash"], row["vector"])
+            dimensions = int(row["dimensions"])
+    carried = Carried(rows, kept, dimensions) if kept else None
+    return Split(carried, fresh, hashes)
