@@ -24,7 +24,7 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from indexfoundry.storage.atomic import atomic_write_json, read_json
 from indexfoundry.storage.layout import RunLayout
 from indexfoundry.storage.memo import Memo, memos_enabled
 from indexfoundry.storage.workcache import WorkCache
+
+if TYPE_CHECKING:
+    from indexfoundry.backends.keyword.update import PreviousKeywords
 
 KEYWORD_SCHEMA_VERSION = 1
 STOPWORDS = "en"
@@ -185,26 +188,46 @@ def corpus_token_ids(texts: list[str]) -> tuple[dict[str, int], list[list[int]]]
 def bm25_scores(ids: np.ndarray[Any, Any], lengths: np.ndarray[Any, Any], n_vocab: int) -> dict[str, Any]:
     """The score matrix bm25s builds with ``BM25_PARAMS`` (Lucene) from the texts' token ids (one
     after the other, ``lengths`` per text): the same arrays bit for bit (tested), computed in
-    numpy for the whole corpus at once instead of text by text in Python. A term's idf is bm25s'
-    own ``math.log`` formula, worked out once per distinct document frequency."""
-    from bm25s import _np_csc_python
+    numpy for the whole corpus at once instead of text by text in Python."""
+    tokens, docs, tf = csc_pairs(ids, lengths, n_vocab)
+    return csc_scores(tokens, docs, tf, lengths, n_vocab)
 
+
+def csc_pairs(
+    ids: np.ndarray[Any, Any], lengths: np.ndarray[Any, Any], n_vocab: int
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Each (token, text) pair of the corpus once, in the score matrix's order (by token, then
+    by text), with the token's count in the text: (tokens, texts, counts), int64."""
+    n_docs = max(1, len(lengths))
+    doc_of = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    pairs, tf = np.unique(ids.astype(np.int64) * n_docs + doc_of, return_counts=True)
+    return pairs // n_docs, pairs % n_docs, tf.astype(np.int64)
+
+
+def csc_scores(
+    tokens: np.ndarray[Any, Any],
+    docs: np.ndarray[Any, Any],
+    tf: np.ndarray[Any, Any],
+    lengths: np.ndarray[Any, Any],
+    n_vocab: int,
+) -> dict[str, Any]:
+    """bm25s' score matrix (CSC: a column per token) from ``csc_pairs``' pairs and each text's
+    number of tokens. A term's idf is bm25s' own ``math.log`` formula, worked out once per
+    distinct document frequency; the term-frequency component is bm25s' (_score_tfc_robertson),
+    its float64 arithmetic term by term."""
     k1, b = float(BM25_PARAMS["k1"]), float(BM25_PARAMS["b"])
     n_docs = len(lengths)
     avg_doc_len = np.array(lengths).mean()
-    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-    pairs, tf = np.unique(doc_of * n_vocab + ids, return_counts=True)
-    docs, tokens = pairs // n_vocab, pairs % n_vocab
     df = np.bincount(tokens, minlength=n_vocab)
     distinct, at = np.unique(df, return_inverse=True)
     idf_of = [math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) if d else 0.0 for d in distinct.tolist()]
     idf = np.asarray(idf_of, dtype=np.float64)[at].astype(np.float32)
     tf32 = tf.astype(np.float32)
-    # bm25s' term-frequency component (_score_tfc_robertson), its float64 arithmetic term by term
     tfc = tf32 / (k1 * ((1 - b) + b * lengths[docs] / avg_doc_len) + tf32)
     scores = (idf[tokens] * tfc).astype(np.float32)
-    data, indices, indptr = _np_csc_python(scores, docs.astype(np.int32), tokens.astype(np.int32), (n_docs, n_vocab))
-    return {"data": data.astype(np.float32), "indices": indices, "indptr": indptr, "num_docs": n_docs}
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    return {"data": scores, "indices": docs.astype(np.int32), "indptr": indptr, "num_docs": n_docs}
 
 
 def keyword_text(chunk: DocumentChunk) -> str:
@@ -226,11 +249,16 @@ def texts_retriever(texts: Sequence[str], keys: list[str] | None = None, cache: 
     """The BM25 retriever of keyword texts (non-empty, in chunk id order). With ``keys`` (each
     text's SHA-256) and ``cache``, a text is read only when its tokens are not cached: ``texts``
     may make its items when read (the index phase's carried chunks)."""
+    vocab, ids, lengths = corpus_arrays(text_stems(texts, keys, cache))
+    return _retriever(vocab, bm25_scores(ids, lengths, len(vocab)))
+
+
+def _retriever(vocab: dict[str, int], scores: dict[str, Any]) -> Any:
+    """A bm25s retriever holding a score matrix built here."""
     import bm25s
 
-    vocab, ids, lengths = corpus_arrays(text_stems(texts, keys, cache))
     retriever = bm25s.BM25(**BM25_PARAMS)
-    retriever.scores = bm25_scores(ids, lengths, len(vocab))
+    retriever.scores = scores
     retriever.vocab_dict = vocab
     retriever.unique_token_ids_set = set(vocab.values())
     retriever.nonoccurrence_array = None
@@ -282,12 +310,24 @@ def write_keyword_index(
     texts: Sequence[str],
     keys: list[str] | None = None,
     cache: WorkCache | None = None,
+    previous: PreviousKeywords | None = None,
 ) -> list[Path]:
     """Build and persist the BM25 index of keyword ``texts`` (``keyword_text``; ``chunk_ids``
-    sorted, one per text); return its files, sorted. ``keys`` and ``cache`` as ``texts_retriever``."""
+    sorted, one per text); return its files, sorted. ``keys`` and ``cache`` as ``texts_retriever``.
+    With ``previous`` (a rerun's previous index) and ``keys``, only the texts it does not hold
+    are read and tokenized (``update.py``): the same files."""
+    from indexfoundry.backends.keyword.update import TF_NAME, updated_pairs
+
     with _new_index_folder(layout) as tmp:
         if chunk_ids:
-            texts_retriever(texts, keys, cache).save(str(tmp), show_progress=False)
+            pairs = updated_pairs(previous, chunk_ids, keys, texts, cache) if previous and keys else None
+            if pairs is None:
+                vocab, ids, lengths = corpus_arrays(text_stems(texts, keys, cache))
+                tokens, docs, tf = csc_pairs(ids, lengths, len(vocab))
+            else:
+                vocab, tokens, docs, tf, lengths = pairs.vocab, pairs.tokens, pairs.docs, pairs.tf, pairs.lengths
+            _retriever(vocab, csc_scores(tokens, docs, tf, lengths, len(vocab))).save(str(tmp), show_progress=False)
+            np.save(tmp / TF_NAME, tf.astype(np.int32))
             for path in tmp.iterdir():
                 with path.open("rb") as handle:
                     os.fsync(handle.fileno())

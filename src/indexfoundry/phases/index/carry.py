@@ -12,7 +12,7 @@ again. Only the other chunks go through ``embed_chunks``. Both ways write the sa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -24,6 +24,9 @@ from indexfoundry.storage.atomic import loads_json
 from indexfoundry.storage.filehashes import file_sha256_many
 from indexfoundry.storage.hashing import sha256_bytes
 from indexfoundry.storage.layout import RunLayout
+
+if TYPE_CHECKING:
+    from indexfoundry.backends.keyword.update import PreviousKeywords
 
 
 @dataclass(frozen=True)
@@ -114,3 +117,32 @@ def split_chunks(chunk_lines: list[bytes], previous: PreviousRows | None) -> Spl
             dimensions = int(row["dimensions"])
     carried = Carried(rows, kept, dimensions) if kept else None
     return Split(carried, fresh, hashes)
+
+
+def previous_keywords(previous: PreviousRows | None) -> PreviousKeywords | None:
+    """The previous output's keyword index, when its files still have their recorded hashes:
+    a rebuild keeps its unchanged texts' pairs (``backends/keyword/update.py``)."""
+    from indexfoundry.backends.keyword.update import PreviousKeywords
+    from indexfoundry.storage.atomic import read_json
+
+    if previous is None:
+        return None
+    run = previous.run
+    prefix = run.keyword_index_dir.relative_to(run.root).as_posix() + "/"
+    recorded = {a.path: a.sha256 for a in previous.entry.artifacts if a.path.startswith(prefix)}
+    ids_file = run.keyword_ids.relative_to(run.root).as_posix()
+    try:
+        if ids_file not in recorded or file_sha256_many([run.root / rel for rel in recorded]) != list(
+            recorded.values()
+        ):
+            return None
+        chunk_ids = [str(c) for c in read_json(run.keyword_ids)["chunk_ids"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    hashes = {
+        chunk_id: row["text_hash"]
+        for chunk_id, (_line, rows) in previous.by_chunk.items()
+        for store_id, _bytes, row in rows
+        if store_id == chunk_id
+    }
+    return PreviousKeywords(run.keyword_index_dir, chunk_ids, hashes)

@@ -31,7 +31,7 @@ from indexfoundry.phases.base import (
     upstream_artifact_hashes,
 )
 from indexfoundry.phases.executor import Executor
-from indexfoundry.phases.index.carry import PreviousRows, previous_rows, split_chunks
+from indexfoundry.phases.index.carry import PreviousRows, previous_keywords, previous_rows, split_chunks
 from indexfoundry.phases.index.embedding import Embedded, embed_chunks
 from indexfoundry.phases.index.upsert import open_run_store, upsert_chunks, vector_manifest
 from indexfoundry.storage.artifacts import write_artifact
@@ -132,7 +132,7 @@ class IndexPhase(Phase):
         # fingerprint (the same chunks and settings: a no-change nightly run), else built.
         keyword_files = _keyword_index_of(ctx, seed)
         if keyword_files is None:
-            keyword_files = _build_keyword_index(ctx, embedded)
+            keyword_files = _build_keyword_index(ctx, embedded, previous)
         carried = len(split.carried.rows) if split.carried is not None else 0
         # Every distinct text of the run not embedded now: from the cache, or in a carried row.
         not_embedded = len({text_hash for _s, _c, text_hash in embedded.rows()}) - embedded.embedded
@@ -163,16 +163,18 @@ class IndexPhase(Phase):
         )
 
 
-def _build_keyword_index(ctx: PhaseContext, embedded: Embedded) -> list[Path]:
-    """The run's BM25 index, its tokens from the work cache where earlier runs found them: a
-    carried chunk is validated only when its tokens are not cached."""
+def _build_keyword_index(ctx: PhaseContext, embedded: Embedded, previous: PreviousRows | None) -> list[Path]:
+    """The run's BM25 index: from the previous output's index when its files verify (only the
+    changed texts tokenized), else from every text, its tokens from the work cache where earlier
+    runs found them. A carried chunk is validated only when its text is read."""
     from indexfoundry.backends.keyword.bm25 import keyword_text, write_keyword_index
 
     ids = sorted(embedded.hashes)
     texts = LazyItems(len(ids), lambda i: keyword_text(embedded.chunk(ids[i])))
     keys = [embedded.hashes[chunk_id] for chunk_id in ids]
     with WorkCache.for_runs(ctx.runs_dir) as work:  # tokens of chunks earlier runs indexed
-        return write_keyword_index(ctx.layout, ids, texts, keys, None if ctx.force else work)
+        cache = None if ctx.force else work
+        return write_keyword_index(ctx.layout, ids, texts, keys, cache, previous_keywords(previous))
 
 
 def _holds(previous: PreviousRows | None, layout: RunLayout) -> bool:
