@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -86,10 +86,24 @@ def artifact_record(layout: RunLayout, path: Path, records: int | None = None) -
     return ArtifactRecord(path=path.relative_to(layout.root).as_posix(), sha256=file_sha256(path), records=records)
 
 
+def relative_paths(layout: RunLayout, paths: Sequence[Path]) -> list[str]:
+    """Each path relative to the run folder, as in the manifest (a string prefix cut for the
+    paths under it: ``Path.relative_to`` costs 0.2 s for 20,000 files)."""
+    root = str(layout.root) + "/"
+    out: list[str] = []
+    for path in paths:
+        text = str(path)
+        if os.sep == "/" and text.startswith(root):
+            out.append(text[len(root) :])
+        else:
+            out.append(path.relative_to(layout.root).as_posix())
+    return out
+
+
 def artifact_records(layout: RunLayout, paths: list[Path], records: dict[str, int]) -> list[ArtifactRecord]:
     """``artifact_record`` of many artifacts (sorted by path; ``records``: counts by relative path),
     their hashes known by stat where the run's file hashes know them (``storage/filehashes.py``)."""
-    relative = [path.relative_to(layout.root).as_posix() for path in paths]
+    relative = relative_paths(layout, paths)
     digests = file_sha256_many(paths)
     out: list[ArtifactRecord] = []
     for path, rel, digest in zip(paths, relative, digests, strict=True):
@@ -131,7 +145,7 @@ def file_list_record(layout: RunLayout, target: Path, files: list[Path]) -> Arti
     ``<sha256>  <path relative to the run>`` line each, sorted by path: ``sha256sum -c``
     checks it from the run folder) and return its artifact record. The files' hashes are
     known by stat where the run's file hashes know them."""
-    relative = [path.relative_to(layout.root).as_posix() for path in files]
+    relative = relative_paths(layout, files)
     digests = file_sha256_many(files)
     lines = sorted(
         (rel, digest or sha256_file(path)) for rel, path, digest in zip(relative, files, digests, strict=True)

@@ -26,12 +26,14 @@ from indexfoundry.phases.base import (
     upstream_artifact_hashes,
 )
 from indexfoundry.phases.executor import Executor
-from indexfoundry.phases.extract.reuse import ExtractReuse
+from indexfoundry.phases.extract.reuse import Document, ExtractReuse, TakenDocument
 from indexfoundry.storage.artifacts import write_artifact
 from indexfoundry.storage.atomic import (
+    atomic_write_bytes,
     atomic_write_jsonl,
     atomic_write_text,
     iter_jsonl,
+    jsonl_line,
     sync_filesystem,
 )
 from indexfoundry.storage.hashing import doc_id_for, sha256_text
@@ -153,10 +155,14 @@ class ExtractPhase(Phase):
         # The commit a repo file was read at is the run's, also for documents taken from a base run.
         commits = {raw.uri: raw.commit for raw in raws if raw.commit}
         if commits:
-            documents = [d.model_copy(update={"commit": commits.get(d.uri)}) for d in documents]
+            documents = [_with_commit(d, commits.get(d.uri)) for d in documents]
         documents.sort(key=lambda d: (d.uri, d.record_id or "", d.doc_id))
         sync_filesystem()
-        atomic_write_jsonl(layout.documents, documents)
+        # A taken document's line as it was; the others' canonical JSON (the same form).
+        atomic_write_bytes(
+            layout.documents,
+            b"".join(d.line if isinstance(d, TakenDocument) else (jsonl_line(d) + "\n").encode() for d in documents),
+        )
         pdf_stats = _pdf_stats(layout, documents, cfg.pdf_mode)
         report = {
             "extractor_versions": self.tool_versions(),
@@ -265,11 +271,20 @@ class ExtractPhase(Phase):
         )
 
 
+def _with_commit(document: Document, commit: str | None) -> Document:
+    """``document`` read at ``commit`` (a taken line is kept when it already says so)."""
+    if isinstance(document, TakenDocument):
+        if document.commit == commit:
+            return document
+        document = document.model()
+    return document.model_copy(update={"commit": commit})
+
+
 @dataclass
 class _Found:
     """What the extract phase found so far: documents, the files it wrote, and what went wrong."""
 
-    documents: list[ExtractedDocument] = field(default_factory=list)
+    documents: list[Document] = field(default_factory=list)
     written: set[Path] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
@@ -328,7 +343,7 @@ def _run_on(executor: Executor, jobs: list[Any], limits: Any, transfer: str, sto
     return results
 
 
-def _pdf_stats(layout: RunLayout, documents: list[ExtractedDocument], mode: str) -> dict[str, Any]:
+def _pdf_stats(layout: RunLayout, documents: list[Document], mode: str) -> dict[str, Any]:
     """Page figures of the PDFs, read back from their pages files (reused documents included)."""
     stats = {
         "documents": 0,

@@ -24,14 +24,14 @@ import functools
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from indexfoundry.models.artifacts import ExtractionReport
 from indexfoundry.models.manifests import PhaseManifest
 from indexfoundry.models.records import ExtractedDocument, RawRecord
 from indexfoundry.phases.base import completed_phase
 from indexfoundry.storage.artifacts import read_artifact
-from indexfoundry.storage.atomic import iter_jsonl, link_or_copy
+from indexfoundry.storage.atomic import iter_jsonl, link_or_copy, loads_json
 from indexfoundry.storage.filehashes import file_sha256_many
 from indexfoundry.storage.hashing import canonical_json, sha256_json
 from indexfoundry.storage.layout import RunLayout
@@ -48,11 +48,47 @@ def _raw_key(raw: RawRecord) -> tuple[str, str, str | None]:
     return (raw.uri, raw.sha256, options)
 
 
+@dataclass(frozen=True)
+class TakenDocument:
+    """A line of the base run's ``documents.jsonl``, taken as it is (it is not validated and
+    dumped again: the line is what the phase would write), with the fields the phase reads."""
+
+    line: bytes  # newline included
+    doc_id: str
+    uri: str
+    format: str
+    char_count: int
+    text_path: str
+    pages_path: str | None
+    record_id: str | None
+    commit: str | None
+
+    @classmethod
+    def of(cls, line: bytes, row: dict[str, Any]) -> TakenDocument:
+        return cls(
+            line,
+            str(row["doc_id"]),
+            str(row["uri"]),
+            str(row["format"]),
+            int(row["char_count"]),
+            str(row["text_path"]),
+            row.get("pages_path"),
+            row.get("record_id"),
+            row.get("commit"),
+        )
+
+    def model(self) -> ExtractedDocument:
+        return ExtractedDocument.model_validate(loads_json(self.line))
+
+
+Document = ExtractedDocument | TakenDocument
+
+
 @dataclass
 class _ExtractIndex:
     """What the base run extracted, by raw file key."""
 
-    documents: dict[tuple[str, str, str | None], list[ExtractedDocument]] = field(default_factory=dict)
+    documents: dict[tuple[str, str, str | None], list[TakenDocument]] = field(default_factory=dict)
     warnings: dict[tuple[str, str, str | None], list[str]] = field(default_factory=dict)
     artifact_hashes: dict[str, str] = field(default_factory=dict)
 
@@ -74,18 +110,24 @@ def _build_extract_index(
     ):
         return index
     failed_uris = {e.uri for e in phase.errors if e.uri is not None}
-    raws = {r.uri: r for r in (RawRecord.model_validate(row) for row in iter_jsonl(base.raw_manifest))}
-    for row in iter_jsonl(base.documents):
-        doc = ExtractedDocument.model_validate(row)
-        raw = raws.get(doc.uri)
-        if raw is None or raw.sha256 != doc.content_hash or doc.uri in failed_uris:
+    # Raw file keys (``_raw_key``) by uri, from the raw manifest's rows as they are.
+    raws: dict[str, tuple[str, str, str | None]] = {}
+    for row in iter_jsonl(base.raw_manifest):
+        options = row.get("extract_options")
+        raws[row["uri"]] = (row["uri"], row["sha256"], canonical_json(options) if options is not None else None)
+    for line in base.documents.read_bytes().splitlines(keepends=True):
+        if not line.strip():
             continue
-        index.documents.setdefault(_raw_key(raw), []).append(doc)
+        row = loads_json(line)
+        raw = raws.get(row["uri"])
+        if raw is None or raw[1] != row["content_hash"] or row["uri"] in failed_uris:
+            continue
+        index.documents.setdefault(raw, []).append(TakenDocument.of(line, row))
     report = read_artifact(base.extraction_report, ExtractionReport)
     for warning in report.warnings or []:
         for uri in raws:
             if warning.startswith(f"{uri}: "):
-                index.warnings.setdefault(_raw_key(raws[uri]), []).append(warning)
+                index.warnings.setdefault(raws[uri], []).append(warning)
     index.artifact_hashes = listed_files(base, phase.artifacts)
     return index
 
@@ -163,7 +205,7 @@ class ExtractReuse:
         hashes = index.artifact_hashes
         self.verified = {rel for rel, digest in zip(wanted, digests, strict=True) if digest == hashes[rel]}
 
-    def take(self, raw: RawRecord, documents: list[ExtractedDocument], written: set[Path], warnings: list[str]) -> bool:
+    def take(self, raw: RawRecord, documents: list[Document], written: set[Path], warnings: list[str]) -> bool:
         """Copy the base run's extraction of ``raw`` into this run when it is unchanged.
 
         Appends the documents and warnings, records the files written, and returns True; returns
