@@ -56,6 +56,13 @@ def _same_as_fresh(layout: RunLayout, config: dict[str, Any], tmp_path: Path, st
     assert _store(layout) == _store(fresh_layout), step
 
 
+def _first_run(tmp_path: Path, runs_dir: Path) -> tuple[Path, dict[str, Any], RunLayout]:
+    """The docs tree, its config (hash embedder) and its first run."""
+    folder = write_tree(tmp_path / "docs", _tree())
+    config = _config(folder)
+    return folder, config, RunLayout(runs_dir / api.pipeline_run(config, runs_dir=runs_dir).run_id)
+
+
 def _carried(layout: RunLayout) -> int | None:
     return load_manifest(layout).phases["index"].details.get("rows_carried")
 
@@ -122,10 +129,8 @@ def test_a_plain_run_and_a_base_run_carry_from_the_run_they_follow(tmp_path: Pat
 
 
 def test_a_forced_run_or_other_index_settings_carry_nothing(tmp_path: Path, runs_dir: Path):
-    folder = write_tree(tmp_path / "docs", _tree())
-    config = _config(folder)
-    run_id = api.pipeline_run(config, runs_dir=runs_dir).run_id
-    layout = RunLayout(runs_dir / run_id)
+    folder, config, layout = _first_run(tmp_path, runs_dir)
+    run_id = layout.run_id
     api.pipeline_run(config, runs_dir=runs_dir, run_id=run_id, force=True)
     assert _carried(layout) is None
     # Another metadata field changes every row's metadata and row hash.
@@ -139,10 +144,8 @@ def test_a_forced_run_or_other_index_settings_carry_nothing(tmp_path: Path, runs
 def test_rows_the_embed_tool_wrote_are_never_carried(tmp_path: Path, runs_dir: Path):
     from indexfoundry.app.tools.registry import call_tool
 
-    folder = write_tree(tmp_path / "docs", _tree())
-    config = _config(folder)
-    run_id = api.pipeline_run(config, runs_dir=runs_dir).run_id
-    layout = RunLayout(runs_dir / run_id)
+    folder, config, layout = _first_run(tmp_path, runs_dir)
+    run_id = layout.run_id
     # The tool rewrites the embeddings file in its own way (no chunk line hashes); the phase's
     # entry keeps its config hash and versions, with the tool's files recorded.
     model = {"provider": "hash", "model_name": "hash"}

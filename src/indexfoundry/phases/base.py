@@ -249,6 +249,37 @@ def completed_phase(layout: RunLayout, name: PhaseName) -> PhaseManifest | None:
     return phase if phase is not None and phase.status == "completed" else None
 
 
+def carry_source(
+    ctx: PhaseContext, name: PhaseName, config_hash: str, version: str, tools: dict[str, str]
+) -> tuple[RunLayout, PhaseManifest] | None:
+    """Where a rerun of phase ``name`` may carry unchanged items over from, and its entry: the
+    run's own last completed entry (a rerun in place), else the followed run's (its base, or the
+    ``latest`` a plain run replaces), when it was made with this config hash, phase version and
+    library versions and recorded no errors. Not after a tool rewrote the phase's files: the
+    tool's entry keeps the phase's config hash (``details.written_by``), but the files no longer
+    are the phase's. None when forced. The caller still checks the files it reads."""
+    if ctx.force:
+        return None
+    entry: PhaseManifest | None
+    if ctx.previous_phase is not None:
+        run, entry = ctx.layout, ctx.previous_phase
+    elif ctx.follows is not None and ctx.follows.root != ctx.layout.root:
+        run, entry = ctx.follows, completed_phase(ctx.follows, name)
+    else:
+        return None
+    if (
+        entry is None
+        or entry.status != "completed"
+        or entry.errors
+        or "written_by" in entry.details
+        or entry.phase_version != version
+        or entry.config_hash != config_hash
+        or entry.tool_versions != tools
+    ):
+        return None
+    return run, entry
+
+
 def followed_phase(ctx: PhaseContext, name: PhaseName, fingerprint: str) -> PhaseManifest | None:
     """The completed entry of phase ``name`` in the run this new run follows (``ctx.follows``),
     when it has ``fingerprint``, recorded no errors and its artifacts (and the files their lists

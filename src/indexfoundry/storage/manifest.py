@@ -88,15 +88,13 @@ def artifact_record(layout: RunLayout, path: Path, records: int | None = None) -
 
 def relative_paths(layout: RunLayout, paths: Sequence[Path]) -> list[str]:
     """Each path relative to the run folder, as in the manifest (a string prefix cut for the
-    paths under it: ``Path.relative_to`` costs 0.2 s for 20,000 files)."""
+    paths under it: ``Path.relative_to`` costs 0.2 s for 20,000 files; on a system whose
+    separator is not "/" no path starts with the prefix, and each takes ``relative_to``)."""
     root = str(layout.root) + "/"
     out: list[str] = []
     for path in paths:
         text = str(path)
-        if os.sep == "/" and text.startswith(root):
-            out.append(text[len(root) :])
-        else:
-            out.append(path.relative_to(layout.root).as_posix())
+        out.append(text[len(root) :] if text.startswith(root) else path.relative_to(layout.root).as_posix())
     return out
 
 

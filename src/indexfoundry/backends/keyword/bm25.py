@@ -134,12 +134,11 @@ def text_stems(
     if not memo and not keyed:
         every = list(texts)
         return _stems_now(every) or tokenize(every)
-    if memo:
-        texts = list(texts)  # the memo is keyed by text: every text is read
     joined: list[str | None] = [None] * len(texts)
     if memo:
-        known = _stems_memo.get_many(list(texts))
-        joined = [known.get(text) for text in texts]
+        texts = every = list(texts)  # the memo is keyed by text: every text is read
+        known = _stems_memo.get_many(every)
+        joined = [known.get(text) for text in every]
     if cache is not None and hashes is not None:
         wanted = [hashes[i] for i, j in enumerate(joined) if j is None]
         stored = cache.get_many(stems_cache_kind(), wanted) if wanted else {}

@@ -65,6 +65,7 @@ def updated_pairs(
         return None
     old_tokens_by_id, indices, indptr, old_tf = loaded
     n_new = len(chunk_ids)
+    width = max(1, n_new)  # a pair's key: token * width + text, in the score matrix's order
     position = {chunk_id: i for i, chunk_id in enumerate(chunk_ids)}
     new_of_old = np.full(len(previous.chunk_ids), -1, dtype=np.int64)
     for old, chunk_id in enumerate(previous.chunk_ids):
@@ -86,12 +87,12 @@ def updated_pairs(
     vocab = {token: i for i, token in enumerate(sorted({*used_words, *(t for s in stems for t in s), ""}))}
     remap = np.full(len(old_tokens_by_id), -1, dtype=np.int64)
     remap[used] = np.fromiter((vocab[t] for t in used_words), dtype=np.int64, count=len(used_words))
-    kept_keys = remap[kept_tokens] * max(1, n_new) + kept_docs
+    kept_keys = remap[kept_tokens] * width + kept_docs
     fresh_keys: list[int] = []
     fresh_tf: list[int] = []
     for doc, words in zip(fresh, stems, strict=True):
         for token, count in Counter(words).items():
-            fresh_keys.append(vocab[token] * max(1, n_new) + doc)
+            fresh_keys.append(vocab[token] * width + doc)
             fresh_tf.append(count)
     new_keys = np.asarray(fresh_keys, dtype=np.int64)
     order = np.argsort(new_keys)
@@ -99,9 +100,9 @@ def updated_pairs(
     slots = np.searchsorted(kept_keys, new_keys)
     all_keys = np.insert(kept_keys, slots, new_keys)
     tf = np.insert(kept_tf, slots, new_tf)
-    docs = all_keys % max(1, n_new)
+    docs = all_keys % width
     lengths = np.bincount(docs, weights=tf, minlength=n_new).astype(np.int64)
-    return Pairs(vocab, all_keys // max(1, n_new), docs, tf, lengths)
+    return Pairs(vocab, all_keys // width, docs, tf, lengths)
 
 
 def _load(folder: Path) -> tuple[list[str], Array, Array, Array] | None:

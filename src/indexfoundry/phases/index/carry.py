@@ -18,9 +18,9 @@ import orjson
 
 from indexfoundry.backends.embedding.windows import chunk_of
 from indexfoundry.models.manifests import PhaseManifest
-from indexfoundry.phases.base import PhaseContext, completed_phase
+from indexfoundry.phases.base import PhaseContext, carry_source
 from indexfoundry.phases.index.embedding import Carried, CarriedRow
-from indexfoundry.storage.atomic import loads_json
+from indexfoundry.storage.atomic import loads_json, read_json
 from indexfoundry.storage.filehashes import file_sha256_many
 from indexfoundry.storage.hashing import sha256_bytes
 from indexfoundry.storage.layout import RunLayout
@@ -50,29 +50,16 @@ class Split:
 def previous_rows(
     ctx: PhaseContext, config_hash: str, version: str, tools: dict[str, str], same_model: dict[str, Any]
 ) -> PreviousRows | None:
-    """The rows the phase may carry, or None: forced, a remote executor (its workers' devices
-    decide the vectors), no previous output made the same way (config, version, libraries, the
-    model's details in ``same_model``), an index tool wrote the files since, or the embeddings
-    file no longer has its recorded hash."""
-    if ctx.force or ctx.executor.remote:
+    """The rows the phase may carry, or None: a remote executor (its workers' devices decide
+    the vectors), no previous output made the same way (``phases.base.carry_source``; and the
+    model's details in ``same_model``), or the embeddings file no longer has its recorded hash."""
+    if ctx.executor.remote:
         return None
-    entry: PhaseManifest | None
-    if ctx.previous_phase is not None:
-        run, entry = ctx.layout, ctx.previous_phase
-    elif ctx.follows is not None and ctx.follows.root != ctx.layout.root:
-        run, entry = ctx.follows, completed_phase(ctx.follows, "index")
-    else:
+    source = carry_source(ctx, "index", config_hash, version, tools)
+    if source is None:
         return None
-    if (
-        entry is None
-        or entry.status != "completed"
-        or entry.errors
-        or "written_by" in entry.details  # indexfoundry index embed|upsert rewrote the files
-        or entry.phase_version != version
-        or entry.config_hash != config_hash
-        or entry.tool_versions != tools
-        or any(entry.details.get(key) != value for key, value in same_model.items())
-    ):
+    run, entry = source
+    if any(entry.details.get(key) != value for key, value in same_model.items()):
         return None
     rel = run.embeddings.relative_to(run.root).as_posix()
     recorded = {a.path: a.sha256 for a in entry.artifacts}
@@ -123,7 +110,6 @@ def previous_keywords(previous: PreviousRows | None) -> PreviousKeywords | None:
     """The previous output's keyword index, when its files still have their recorded hashes:
     a rebuild keeps its unchanged texts' pairs (``backends/keyword/update.py``)."""
     from indexfoundry.backends.keyword.update import PreviousKeywords
-    from indexfoundry.storage.atomic import read_json
 
     if previous is None:
         return None

@@ -206,20 +206,22 @@ class Embedded:
             return self._rows[1]
         out: dict[str, Metadata] = {}
         by_id = {c.chunk_id: c for c in self.chunks}
+        bases: dict[str, Metadata] = {}  # a chunk's windows share its metadata but for the text hash
         for store_id, chunk_id, text_hash in self.rows():
             chunk = by_id.get(chunk_id)
             if chunk is None:
-                continue
-            # a chunk's windows share its metadata but for the text hash
-            base = chunk_metadata(chunk, "", fields) if store_id == chunk_id or chunk_id not in out else out[chunk_id]
+                continue  # carried: its rows are not made again
+            base = bases.get(chunk_id)
+            if base is None:
+                base = bases[chunk_id] = chunk_metadata(chunk, "", fields)
             out[store_id] = _row_metadata(base, text_hash, self.model_id, chunk, vdb)
         self._rows = (key, out)
         return out
 
 
 def _row_metadata(base: Metadata, text_hash: str, model_id: str, chunk: DocumentChunk, vdb: VectorDbConfig) -> Metadata:
+    """A store row's metadata: the chunk's ``base`` with this vector's text hash and its row hash."""
     meta = dict(base)
-    meta.pop(ROW_HASH_KEY, None)
     meta[TEXT_HASH_KEY] = text_hash
     meta[ROW_HASH_KEY] = row_hash(model_id, meta, chunk.content.text if vdb.store_text else None)
     return meta

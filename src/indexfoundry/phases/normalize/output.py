@@ -24,9 +24,8 @@ import orjson
 
 from indexfoundry.errors import IndexFoundryError
 from indexfoundry.models.config import DedupeOptions, EnrichRules, NormalizeConfig
-from indexfoundry.models.manifests import PhaseManifest
 from indexfoundry.models.records import ExtractedDocument
-from indexfoundry.phases.base import PhaseContext, completed_phase
+from indexfoundry.phases.base import PhaseContext, carry_source
 from indexfoundry.phases.isolation import Limits
 from indexfoundry.phases.normalize.build import ChunkCache, ChunkedDocument, ChunkResult, chunk_documents
 from indexfoundry.phases.normalize.dedupe import exact_removals, removals
@@ -72,31 +71,16 @@ class Previous:
 
 
 def previous_output(ctx: PhaseContext, config_hash: str, version: str, tools: dict[str, str]) -> Previous | None:
-    """The output ``carry_over`` may start from, or None (forced; none made the same way)."""
+    """The output ``carry_over`` may start from, or None (forced; none made the same way; a
+    normalize tool rewrote ``chunks.jsonl`` since, so the figures no longer describe it)."""
     from indexfoundry.storage.manifest import artifacts_verify
 
-    if ctx.force:
+    found = carry_source(ctx, "normalize", config_hash, version, tools)
+    if found is None:
         return None
-    entry: PhaseManifest | None
-    if ctx.previous_phase is not None:
-        run, entry = ctx.layout, ctx.previous_phase
-    elif ctx.follows is not None and ctx.follows.root != ctx.layout.root:
-        run, entry = ctx.follows, completed_phase(ctx.follows, "normalize")
-    else:
-        return None
+    run, entry = found
     figures_path = run.document_figures.relative_to(run.root).as_posix()
-    if (
-        entry is None
-        or entry.errors
-        # A normalize tool rewrote chunks.jsonl after the phase (its files recorded in the same
-        # entry, which keeps the phase's config hash): the figures no longer describe the chunks.
-        or "written_by" in entry.details
-        or entry.phase_version != version
-        or entry.config_hash != config_hash
-        or entry.tool_versions != tools
-        or figures_path not in {a.path for a in entry.artifacts}
-        or not artifacts_verify(run, entry.artifacts)
-    ):
+    if figures_path not in {a.path for a in entry.artifacts} or not artifacts_verify(run, entry.artifacts):
         return None
     figures = [(line, orjson.loads(line)) for line in run.document_figures.read_bytes().splitlines(keepends=True)]
     return Previous(run, figures, run.chunks.read_bytes().splitlines(keepends=True))
