@@ -1,7 +1,8 @@
 """Hybrid search at N chunks, leg by leg, interleaved: ``search`` in each mode (top 10), the
 parts of hybrid (the query's vector, the store's 100 nearest, BM25's 100 best, the fusion of
-the two lists), and hybrid's legs always one after the other and always side by side (the
-service chooses by the semantic leg's time: ``retrieval/legs.py``).
+the two lists), and hybrid's legs always one after the other and always side by side: the
+semantic leg on a second thread as the service runs it, and the other way round (the service
+chooses between in line and side by side by the semantic leg's time: ``retrieval/legs.py``).
 
 Builds (once, kept in FOLDER) the synthetic run of ``bench/search_bench.py`` (hash embedder,
 embedded Chroma), then times every row on the same random 6-term queries, the rows in a
@@ -64,12 +65,23 @@ def rows(svc: SearchService, first: str) -> dict[str, Callable[[str], Any]]:
         return fuse(svc.semantic(q, pool, []), svc.keyword(q, pool, []), hybrid, 10)
 
     def legs_on_two_threads(q: str) -> Any:
+        # As the service does (retrieval/legs.py): the semantic leg on a second thread, the
+        # keyword leg on this one.
+        nearest = threads.submit(svc.semantic, q, pool, [])
+        try:
+            words = svc.keyword(q, pool, [])
+        finally:
+            found = nearest.result()
+        return fuse(found, words, hybrid, 10)
+
+    def keyword_on_second_thread(q: str) -> Any:
+        # The other way round: the keyword leg on a second thread, the semantic leg on this one.
         lexical = threads.submit(svc.keyword, q, pool, [])
         try:
-            nearest = svc.semantic(q, pool, [])
+            found = svc.semantic(q, pool, [])
         finally:
             words = lexical.result()
-        return fuse(nearest, words, hybrid, 10)
+        return fuse(found, words, hybrid, 10)
 
     return {
         "search_semantic": lambda q: svc.search(SearchRequest(query=q, top_k=10, mode="semantic")),
@@ -81,6 +93,7 @@ def rows(svc: SearchService, first: str) -> dict[str, Callable[[str], Any]]:
         "fusion10": lambda q: fuse(semantic, keyword, hybrid, 10),
         "hybrid_legs_in_line": legs_in_line,
         "hybrid_legs_on_two_threads": legs_on_two_threads,
+        "hybrid_keyword_on_second_thread": keyword_on_second_thread,
     }
 
 

@@ -3,11 +3,13 @@ store's nearest vectors) and the keyword leg (BM25).
 
 Most of the semantic leg runs outside the GIL — ONNX Runtime's session or an API call for the
 embedding, the store's own search (embedded Chroma's Rust core, a server's network round trip,
-numpy's matrix product) — so the keyword leg runs beside it on a second thread and costs
-little more than its own Python part. Waking a thread costs something too (milliseconds on a
-busy machine), so a leg as short as the hand-off (a small run with the ``hash`` embedder) runs
-in line instead: the last semantic leg's time decides (docs/benchmarks.md, "Hybrid at 100k
-chunks").
+numpy's matrix product) — so it runs on a second thread while the keyword leg runs on the
+caller's, and hybrid costs little more than the semantic leg. That way round the caller starts
+its own work at once; the other way round (the keyword leg handed to a thread that must wake
+and take the GIL while the semantic leg's Python parts hold it) overlapped far less. Waking a
+thread costs something too (milliseconds on a busy machine), so a leg as short as the hand-off
+(a small run with the ``hash`` embedder) runs in line instead: the last semantic leg's time
+decides (docs/benchmarks.md, "Hybrid at 100k chunks").
 """
 
 from __future__ import annotations
@@ -21,8 +23,12 @@ from typing import TypeVar
 S = TypeVar("S")
 K = TypeVar("K")
 
-# A semantic leg at least this long has the keyword leg beside it, on a second thread.
+# A semantic leg at least this long runs on a second thread, beside the keyword leg.
 OVERLAP_SEMANTIC_S = 0.001
+# Threads for semantic legs at most, started as concurrent queries need them: as many as the HTTP
+# server's request threads (anyio's default limit for sync endpoints), so that concurrent hybrid
+# queries never wait in line for a thread (a server store's round trips overlap as before).
+SEMANTIC_THREADS = 40
 
 
 class QueryLegs:
@@ -44,17 +50,18 @@ class QueryLegs:
         """The semantic leg's result (timed) and the keyword leg's."""
         if self.semantic_seconds < OVERLAP_SEMANTIC_S:
             return self.semantic(semantic), keyword()
-        lexical = self._pool().submit(keyword)
+        # The semantic leg on the second thread (timed there), the keyword leg here at once.
+        nearest = self._pool().submit(self.semantic, semantic)
         try:
-            nearest = self.semantic(semantic)
+            words = keyword()
         finally:
-            words = lexical.result()
-        return nearest, words
+            found = nearest.result()
+        return found, words
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid-keyword")
+                self._executor = ThreadPoolExecutor(max_workers=SEMANTIC_THREADS, thread_name_prefix="hybrid-semantic")
             return self._executor
 
     def close(self) -> None:
