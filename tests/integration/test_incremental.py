@@ -431,3 +431,40 @@ def test_another_model_or_long_chunks_setting_is_another_normalize_output_never_
     third = api.pipeline_run(hashed, runs_dir=runs_dir, embedder=RecordingEmbedder(), base=second.run_id)
     assert "token_window" not in read_json(RunLayout(runs_dir / third.run_id).chunk_stats)["stats"]
     assert _taken_from(RunLayout(runs_dir / third.run_id), "normalize") is None
+
+
+class _BrokenEmbedder(RecordingEmbedder):
+    """The hash embedder that fails every batch (a model server that went away)."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        from indexfoundry.errors import EmbedError
+
+        raise EmbedError("the embedding service did not answer", suggestion="Retry later")
+
+
+def test_an_index_phase_that_fails_leaves_no_copy_of_the_followed_store(
+    hundred: Path, runs_dir: Path
+):
+    """The followed run's store is copied on a second thread while the chunks are embedded; when
+    the embedding fails, the phase waits for the copy and removes it, so the failed run's folder
+    holds no store, and its rerun in place ends with the run's own rows in its store."""
+    config = folder_config(hundred, index={"embedding_model": "hash"})
+    first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    (hundred / "section1/doc041.md").write_text(_doc(41, "Usage note 41 was rewritten: call widget 41 twice."))
+    failed = api.pipeline_run(config, runs_dir=runs_dir, embedder=_BrokenEmbedder())
+    assert failed.status == "failed"
+    layout = RunLayout(runs_dir / failed.run_id)
+    assert load_manifest(layout).phases["index"].status == "failed"
+    assert not layout.chroma_dir.exists()
+    assert not any(p.name.endswith(".seeding") for p in layout.chroma_dir.parent.iterdir())
+
+    from indexfoundry.app.tools.index import verify_run
+
+    resumed = api.pipeline_run(config, runs_dir=runs_dir, run_id=failed.run_id, embedder=RecordingEmbedder())
+    assert resumed.status == "completed" and verify_run(failed.run_id, runs_dir).ok
+    store = open_run_store(layout, load_run_config(layout))
+    try:
+        assert set(store.all_ids()) == {c["chunk_id"] for c in iter_jsonl(layout.chunks)}
+    finally:
+        store.close()
+    assert verify_run(first.run_id, runs_dir).ok

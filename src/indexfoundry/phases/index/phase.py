@@ -6,6 +6,8 @@ store (pgvector) when the run becomes ``latest``.
 from __future__ import annotations
 
 import functools
+import shutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,26 +95,37 @@ class IndexPhase(Phase):
         taken = _take_followed(ctx, embedder.model_id)
         if taken is not None:
             return taken
-        # A rerun's unchanged chunks keep their rows (carry.py); only the others are read as models.
-        tools = self.tool_versions()
-        previous = previous_rows(
-            ctx, sha256_json(self.config_slice(ctx.config)), self.version, tools, _model_details(embedder, ctx.executor)
-        )
-        split = split_chunks(layout.chunks.read_bytes().splitlines(keepends=True), previous)
-        chunks = [DocumentChunk.model_validate(loads_json(line)) for line in split.lines]
-        committed = _rows_of(previous) if _holds(previous, layout) else stored_rows(layout, ctx.previous_phase)
-        embedded = embed_chunks(
-            layout,
-            chunks,
-            embedder,
-            config,
-            ctx.progress,
-            executor=ctx.executor,
-            carried=split.carried,
-            chunk_lines=split.line_hashes,
-        )
+        # The followed run's embedded store is copied on a second thread (the copy runs in the
+        # kernel, outside the GIL) while the chunks are read and embedded here.
         seed = ctx.follows
-        seeded = not ctx.force and seed is not None and _seed_store(ctx, seed, embedded.model_id)
+        seeding = _SeedCopy(ctx, seed, embedder.model_id)
+        try:
+            # A rerun's unchanged chunks keep their rows (carry.py); only the others are read as models.
+            tools = self.tool_versions()
+            previous = previous_rows(
+                ctx,
+                sha256_json(self.config_slice(ctx.config)),
+                self.version,
+                tools,
+                _model_details(embedder, ctx.executor),
+            )
+            split = split_chunks(layout.chunks.read_bytes().splitlines(keepends=True), previous)
+            chunks = [DocumentChunk.model_validate(loads_json(line)) for line in split.lines]
+            committed = _rows_of(previous) if _holds(previous, layout) else stored_rows(layout, ctx.previous_phase)
+            embedded = embed_chunks(
+                layout,
+                chunks,
+                embedder,
+                config,
+                ctx.progress,
+                executor=ctx.executor,
+                carried=split.carried,
+                chunk_lines=split.line_hashes,
+            )
+        except BaseException:
+            seeding.undo()
+            raise
+        seeded = seeding.result()
         known = _known_rows(ctx, seed if seeded else None, committed, previous)
         store = open_run_store(layout, ctx.config)
         try:
@@ -266,6 +279,36 @@ def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:
     except (IndexFoundryError, OSError, ValueError):
         return False
     return same and seed_from_base(ctx.config.index.vector_db, ctx.layout, base)
+
+
+class _SeedCopy:
+    """``_seed_store`` of ``seed`` on a thread of its own, started at once (nothing without a
+    seed, or when forced). ``result()`` waits for it; ``undo()`` (the phase failed before it
+    used the copy) waits and removes the copy, so the run's folder is as if it never started."""
+
+    def __init__(self, ctx: PhaseContext, seed: RunLayout | None, model_id: str) -> None:
+        self._ctx = ctx
+        self._seeded = False
+        self._thread: threading.Thread | None = None
+        if ctx.force or seed is None:
+            return
+
+        def copy() -> None:
+            self._seeded = _seed_store(ctx, seed, model_id)
+
+        self._thread = threading.Thread(target=copy, name="indexfoundry-seed-store", daemon=True)
+        self._thread.start()
+
+    def result(self) -> bool:
+        if self._thread is not None:
+            self._thread.join()
+        return self._seeded
+
+    def undo(self) -> None:
+        if self.result():
+            target = run_store_path(self._ctx.config.index.vector_db, self._ctx.layout)
+            if target is not None:
+                shutil.rmtree(target, ignore_errors=True)
 
 
 def _keyword_index_of(ctx: PhaseContext, source: RunLayout | None) -> list[Path] | None:
