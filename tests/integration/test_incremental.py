@@ -442,9 +442,7 @@ class _BrokenEmbedder(RecordingEmbedder):
         raise EmbedError("the embedding service did not answer", suggestion="Retry later")
 
 
-def test_an_index_phase_that_fails_leaves_no_copy_of_the_followed_store(
-    hundred: Path, runs_dir: Path
-):
+def test_an_index_phase_that_fails_leaves_no_copy_of_the_followed_store(hundred: Path, runs_dir: Path):
     """The followed run's store is copied on a second thread while the chunks are embedded; when
     the embedding fails, the phase waits for the copy and removes it, so the failed run's folder
     holds no store, and its rerun in place ends with the run's own rows in its store."""
