@@ -139,7 +139,7 @@ class PhaseOutcome:
     # Relative paths of artifacts whose record count is reported in the manifest.
     record_counts: dict[str, int] = field(default_factory=dict)
     # Per-item files (one or two per source or document: raw files, extracted texts): named in
-    # the phase's file list (``RunLayout.file_list``), not one by one in the manifest.
+    # the phase's file list (``RunLayout.file_list``, sorted there), not one by one in the manifest.
     files: list[Path] = field(default_factory=list)
 
 

@@ -299,7 +299,7 @@ class ConnectPhase(Phase):
             ctx.event("urls_removed", phase="connect", uris=removed)
         return PhaseOutcome(
             artifacts=[layout.raw_manifest],
-            files=sorted({layout.root / r.path for r in records}),
+            files=list({layout.root / r.path for r in records}),  # the file list sorts them
             output_count=len(records),
             stats={
                 "sources": len(sources),

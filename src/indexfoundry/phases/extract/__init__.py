@@ -180,7 +180,7 @@ class ExtractPhase(Phase):
         _prune(layout, found.written | {layout.documents, layout.extraction_report, layout.file_list("extract")})
         return PhaseOutcome(
             artifacts=[layout.documents, layout.extraction_report],
-            files=sorted(found.written),
+            files=list(found.written),  # the file list sorts them by relative path
             output_count=len(documents),
             stats={
                 "documents": len(documents),
