@@ -10,7 +10,7 @@ rotating order within each query, so that load from other processes falls on eve
 and prints one JSON object: p50 milliseconds per row, hybrid / the slower single mode, and the
 machine's load average before and after:
 
-    PYTHONPATH=src .venv/bin/python bench/hybrid_legs_bench.py /tmp/h100k 100000 --rounds 3 [--pool 50]
+    PYTHONPATH=src .venv/bin/python bench/hybrid_legs_bench.py /tmp/h100k 100000 --rounds 3 [--pool 50] [--rankings F]
 """
 
 from __future__ import annotations
@@ -106,6 +106,9 @@ def main() -> None:
     parser.add_argument(
         "--pool", type=int, default=None, help="Candidates per leg in this process (default: HYBRID_CANDIDATES)"
     )
+    parser.add_argument(
+        "--rankings", type=Path, default=None, help="Also write each query's hybrid top 10 (JSON) to this file"
+    )
     args = parser.parse_args()
     if args.pool is not None:
         service.HYBRID_CANDIDATES = args.pool  # measured here only: bench/hybrid_pool_eval.py has the quality
@@ -126,6 +129,8 @@ def main() -> None:
             start = perf_counter()
             table[name](query)
             times[name].append((perf_counter() - start) * 1000)
+    if args.rankings is not None:  # two trees' files compare equal when their rankings do
+        args.rankings.write_text(json.dumps([svc.rank(query, "hybrid", 10) for query in queries]) + "\n")
     p50 = {name: round(float(np.percentile(t, 50)), 3) for name, t in times.items()}
     slower = max(p50["search_semantic"], p50["search_keyword"])
     result = {
