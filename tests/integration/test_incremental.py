@@ -443,8 +443,8 @@ class _BrokenEmbedder(RecordingEmbedder):
 
 
 def test_an_index_phase_that_fails_leaves_no_copy_of_the_followed_store(hundred: Path, runs_dir: Path):
-    """The followed run's store is copied on a second thread while the chunks are embedded; when
-    the embedding fails, the phase waits for the copy and removes it, so the failed run's folder
+    """The followed run's store is copied on a second thread from the run's start; when the
+    embedding fails, the phase waits for the copy and removes it, so the failed run's folder
     holds no store, and its rerun in place ends with the run's own rows in its store."""
     config = folder_config(hundred, index={"embedding_model": "hash"})
     first = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
@@ -466,3 +466,20 @@ def test_an_index_phase_that_fails_leaves_no_copy_of_the_followed_store(hundred:
     finally:
         store.close()
     assert verify_run(first.run_id, runs_dir).ok
+
+
+def test_a_run_that_stops_before_its_index_phase_leaves_no_copy_of_the_followed_store(hundred: Path, runs_dir: Path):
+    """The copy of the followed run's store begins with the run, beside connect, extract and
+    normalize; a run that fails before its index phase removes it when it ends."""
+    config = folder_config(hundred, index={"embedding_model": "hash"}, stop_on_error=True)
+    api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    (hundred / "section1/doc041.md").write_text("")  # no text: EMPTY_CONTENT, and the run stops
+    failed = api.pipeline_run(config, runs_dir=runs_dir, embedder=RecordingEmbedder())
+    assert failed.status == "failed"
+    layout = RunLayout(runs_dir / failed.run_id)
+    assert load_manifest(layout).phases["extract"].status == "failed"
+    assert "index" not in load_manifest(layout).phases or load_manifest(layout).phases["index"].status != "completed"
+    assert not layout.chroma_dir.exists()
+    assert not layout.chroma_dir.parent.exists() or not any(
+        p.name.endswith(".seeding") for p in layout.chroma_dir.parent.iterdir()
+    )

@@ -207,6 +207,13 @@ class Phase(ABC):
         fails there is left to this phase, which does it again. Default: nothing."""
         return ()
 
+    def start_early(self, ctx: PhaseContext) -> Callable[[], None] | None:
+        """Begin, when the run starts, work this phase will need and that runs outside the GIL
+        beside the earlier phases (the index phase: the copy of the followed run's embedded
+        store). Returns what the runner calls when the run ends, to drop what the phase did not
+        take (it was skipped, or the run stopped before it). Default: nothing."""
+        return None
+
     def reuse_counts(self, ctx: PhaseContext, reused: int, new: int, output_count: int) -> tuple[int, int]:
         """(reused, new) items of this completed phase in a run with a base run, for
         ``PipelineRunOutput``. Default: what the phase's outcome reported (``reused``, ``new``)."""

@@ -497,6 +497,8 @@ def _run_phases(
     results: dict[PhaseName, PhaseResult] = {}
     names = list(phases)
     preload = Preload()
+    # Work a later phase can begin now, beside the earlier ones (Phase.start_early).
+    endings = [end for name in names if name not in forced and (end := get_phase(name).start_early(ctx)) is not None]
 
     def preload_after(position: int) -> Callable[[], None]:
         later = [get_phase(name) for name in names[position + 1 :]]
@@ -534,6 +536,8 @@ def _run_phases(
     finally:
         ctx.waiting_on_workers = _nothing
         preload.join()
+        for end in endings:
+            end()
 
 
 def _nothing() -> None:

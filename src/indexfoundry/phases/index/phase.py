@@ -76,6 +76,27 @@ class IndexPhase(Phase):
             ahead.append(functools.partial(prepare_embedder, config.embedding_model, config))
         return tuple(ahead)
 
+    def start_early(self, ctx: PhaseContext) -> Callable[[], None] | None:
+        # The copy of the followed run's embedded store (hundreds of MB at 20,000 files) begins
+        # with the run, beside the earlier phases; a copy the phase did not take (it was skipped,
+        # or the run failed before it) is removed when the run ends.
+        target = run_store_path(ctx.config.index.vector_db, ctx.layout)
+        if ctx.force or ctx.follows is None or target is None or target.exists():
+            return None
+        key = str(ctx.layout.root)
+        with _early_lock:
+            if key in _EARLY_COPIES:
+                return None
+            _EARLY_COPIES[key] = _SeedCopy(ctx, ctx.follows)
+
+        def end() -> None:
+            with _early_lock:
+                left = _EARLY_COPIES.pop(key, None)
+            if left is not None:
+                left.undo()
+
+        return end
+
     def publish(self, ctx: PhaseContext) -> None:
         """The run becomes ``latest``: a store that stages runs (pgvector) switches to its vectors."""
         if not provider_of(ctx.config.index.vector_db).publishes:
@@ -95,10 +116,10 @@ class IndexPhase(Phase):
         taken = _take_followed(ctx, embedder.model_id)
         if taken is not None:
             return taken
-        # The followed run's embedded store is copied on a second thread (the copy runs in the
-        # kernel, outside the GIL) while the chunks are read and embedded here.
+        # The followed run's embedded store is copied on a second thread (from the run's start:
+        # ``start_early``) while the chunks are read and embedded here.
         seed = ctx.follows
-        seeding = _SeedCopy(ctx, seed, embedder.model_id)
+        seeding = _seeding(ctx)
         try:
             # A rerun's unchanged chunks keep their rows (carry.py); only the others are read as models.
             tools = self.tool_versions()
@@ -125,7 +146,7 @@ class IndexPhase(Phase):
         except BaseException:
             seeding.undo()
             raise
-        seeded = seeding.result()
+        seeded = seeding.result(embedder.model_id)
         known = _known_rows(ctx, seed if seeded else None, committed, previous)
         store = open_run_store(layout, ctx.config)
         try:
@@ -225,7 +246,7 @@ def _take_followed(ctx: PhaseContext, model_id: str) -> PhaseOutcome | None:
         upsert = read_json(seed.upsert_stats)
     except (OSError, ValueError):
         return None
-    if manifest.get("model_used") != model_id or not _seed_store(ctx, seed, model_id):
+    if manifest.get("model_used") != model_id or not _seeding(ctx).result(model_id):
         return None
     layout = ctx.layout
     link_followed_artifacts(ctx, theirs, leave=frozenset({layout.upsert_stats.relative_to(layout.root).as_posix()}))
@@ -262,10 +283,11 @@ def _take_followed(ctx: PhaseContext, model_id: str) -> PhaseOutcome | None:
     )
 
 
-def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:
+def _seed_store(ctx: PhaseContext, base: RunLayout) -> bool:
     """Copy ``base``'s embedded store (the base run, or the 'latest' a plain rerun replaces)
-    when it holds this model's vectors with the same store settings: the run then writes only
-    what changed. False (an empty store, every vector written) when it cannot be copied."""
+    when its index phase completed with the same store settings: the run then writes only what
+    changed. False (an empty store, every vector written) when it cannot be copied. Whether it
+    holds this run's model's vectors is checked when the copy is used (``_SeedCopy.result``)."""
     from indexfoundry.storage.manifest import load_run_config, read_manifest
 
     try:
@@ -274,7 +296,6 @@ def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:
             entry is not None
             and entry.status == "completed"
             and load_run_config(base).index.vector_db == ctx.config.index.vector_db
-            and read_json(base.vector_manifest).get("model_used") == model_id
         )
     except (IndexFoundryError, OSError, ValueError):
         return False
@@ -283,32 +304,60 @@ def _seed_store(ctx: PhaseContext, base: RunLayout, model_id: str) -> bool:
 
 class _SeedCopy:
     """``_seed_store`` of ``seed`` on a thread of its own, started at once (nothing without a
-    seed, or when forced). ``result()`` waits for it; ``undo()`` (the phase failed before it
-    used the copy) waits and removes the copy, so the run's folder is as if it never started."""
+    seed, or when forced): the copy runs in the kernel, outside the GIL, while this process goes
+    on. ``result(model_id)`` waits for it and keeps it when the copied store holds that model's
+    vectors; ``undo()`` waits and removes a copy, so the run's folder is as if it never started."""
 
-    def __init__(self, ctx: PhaseContext, seed: RunLayout | None, model_id: str) -> None:
+    def __init__(self, ctx: PhaseContext, seed: RunLayout | None) -> None:
         self._ctx = ctx
+        self._seed = seed
         self._seeded = False
         self._thread: threading.Thread | None = None
         if ctx.force or seed is None:
             return
 
         def copy() -> None:
-            self._seeded = _seed_store(ctx, seed, model_id)
+            self._seeded = _seed_store(ctx, seed)
 
         self._thread = threading.Thread(target=copy, name="indexfoundry-seed-store", daemon=True)
         self._thread.start()
 
-    def result(self) -> bool:
+    def _wait(self) -> bool:
         if self._thread is not None:
             self._thread.join()
         return self._seeded
 
+    def result(self, model_id: str) -> bool:
+        if not self._wait():
+            return False
+        try:
+            model_used = read_json(self._seed.vector_manifest).get("model_used") if self._seed else None
+        except (OSError, ValueError):
+            model_used = None
+        if model_used != model_id:
+            self.undo()
+            return False
+        return True
+
     def undo(self) -> None:
-        if self.result():
+        if self._wait():
+            self._seeded = False
             target = run_store_path(self._ctx.config.index.vector_db, self._ctx.layout)
             if target is not None:
                 shutil.rmtree(target, ignore_errors=True)
+
+
+# Copies started when a run began (``IndexPhase.start_early``), by run folder, until the run's
+# index phase takes its own or the run ends.
+_EARLY_COPIES: dict[str, _SeedCopy] = {}
+_early_lock = threading.Lock()
+
+
+def _seeding(ctx: PhaseContext) -> _SeedCopy:
+    """The copy of the followed run's store this run began with, or one started now."""
+    with _early_lock:
+        early = _EARLY_COPIES.pop(str(ctx.layout.root), None)
+    return early if early is not None else _SeedCopy(ctx, ctx.follows)
 
 
 def _keyword_index_of(ctx: PhaseContext, source: RunLayout | None) -> list[Path] | None:
