@@ -64,24 +64,21 @@ def rows(svc: SearchService, first: str) -> dict[str, Callable[[str], Any]]:
     def legs_in_line(q: str) -> Any:
         return fuse(svc.semantic(q, pool, []), svc.keyword(q, pool, []), hybrid, 10)
 
-    def legs_on_two_threads(q: str) -> Any:
-        # As the service does (retrieval/legs.py): the semantic leg on a second thread, the
-        # keyword leg on this one.
-        nearest = threads.submit(svc.semantic, q, pool, [])
-        try:
-            words = svc.keyword(q, pool, [])
-        finally:
-            found = nearest.result()
-        return fuse(found, words, hybrid, 10)
+    def side_by_side(semantic_on_thread: bool) -> Callable[[str], Any]:
+        # True: as the service does (retrieval/legs.py), the semantic leg on a second thread and
+        # the keyword leg on this one; False: the other way round.
+        handed, here = (svc.semantic, svc.keyword) if semantic_on_thread else (svc.keyword, svc.semantic)
 
-    def keyword_on_second_thread(q: str) -> Any:
-        # The other way round: the keyword leg on a second thread, the semantic leg on this one.
-        lexical = threads.submit(svc.keyword, q, pool, [])
-        try:
-            found = svc.semantic(q, pool, [])
-        finally:
-            words = lexical.result()
-        return fuse(found, words, hybrid, 10)
+        def legs(q: str) -> Any:
+            theirs = threads.submit(handed, q, pool, [])
+            try:
+                mine = here(q, pool, [])
+            finally:
+                other = theirs.result()
+            nearest, words = (other, mine) if semantic_on_thread else (mine, other)
+            return fuse(nearest, words, hybrid, 10)
+
+        return legs
 
     return {
         "search_semantic": lambda q: svc.search(SearchRequest(query=q, top_k=10, mode="semantic")),
@@ -92,8 +89,8 @@ def rows(svc: SearchService, first: str) -> dict[str, Callable[[str], Any]]:
         "keyword100": lambda q: svc.keyword(q, pool, []),
         "fusion10": lambda q: fuse(semantic, keyword, hybrid, 10),
         "hybrid_legs_in_line": legs_in_line,
-        "hybrid_legs_on_two_threads": legs_on_two_threads,
-        "hybrid_keyword_on_second_thread": keyword_on_second_thread,
+        "hybrid_legs_on_two_threads": side_by_side(semantic_on_thread=True),
+        "hybrid_keyword_on_second_thread": side_by_side(semantic_on_thread=False),
     }
 
 
