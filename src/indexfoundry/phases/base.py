@@ -138,9 +138,11 @@ class PhaseOutcome:
     new: int = 0
     # Relative paths of artifacts whose record count is reported in the manifest.
     record_counts: dict[str, int] = field(default_factory=dict)
-    # Per-item files (one or two per source or document: raw files, extracted texts): named in
-    # the phase's file list (``RunLayout.file_list``, sorted there), not one by one in the manifest.
-    files: list[Path] = field(default_factory=list)
+    # Per-item files (one or two per source or document: raw files, extracted texts), by path
+    # relative to the run: named in the phase's file list (``RunLayout.file_list``, sorted there),
+    # not one by one in the manifest. The value is the file's SHA-256 when the phase wrote or
+    # verified the file itself (not read again for the list), else None.
+    files: dict[str, str | None] = field(default_factory=dict)
 
 
 class LazyItems(Sequence[T]):

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -138,16 +138,15 @@ def hash_list(hashes: list[str], count: int | None = None) -> HashList:
     return HashList(count=len(ordered) if count is None else count, sha256=sha256_json(ordered))
 
 
-def file_list_record(layout: RunLayout, target: Path, files: list[Path]) -> ArtifactRecord:
-    """Write the file list ``target`` naming ``files`` (per-item files of one phase: one
-    ``<sha256>  <path relative to the run>`` line each, sorted by path: ``sha256sum -c``
-    checks it from the run folder) and return its artifact record. The files' hashes are
-    known by stat where the run's file hashes know them."""
-    relative = relative_paths(layout, files)
-    digests = file_sha256_many(files)
-    lines = sorted(
-        (rel, digest or sha256_file(path)) for rel, path, digest in zip(relative, files, digests, strict=True)
-    )
+def file_list_record(layout: RunLayout, target: Path, files: Mapping[str, str | None]) -> ArtifactRecord:
+    """Write the file list ``target`` naming ``files`` (per-item files of one phase, by path
+    relative to the run: one ``<sha256>  <path>`` line each, sorted by path: ``sha256sum -c``
+    checks it from the run folder) and return its artifact record. A file's hash is the one
+    given when the phase wrote or verified the file itself, else read (by stat where the run's
+    file hashes know it)."""
+    unknown = [rel for rel, digest in files.items() if digest is None]
+    read = dict(zip(unknown, file_sha256_many([layout.root / rel for rel in unknown]), strict=True))
+    lines = sorted((rel, digest or read[rel] or sha256_file(layout.root / rel)) for rel, digest in files.items())
     atomic_write_text(target, "".join(f"{digest}  {rel}\n" for rel, digest in lines))
     return ArtifactRecord(path=target.relative_to(layout.root).as_posix(), sha256=file_sha256(target), files=len(lines))
 

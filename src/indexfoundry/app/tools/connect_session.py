@@ -92,7 +92,7 @@ def _commit(session: RawSession, run: RunSession) -> None:
     phase = manifest.phases.get("connect")
     if phase is None or phase.status != "completed":
         return
-    files = [p for p in sorted({layout.root / r.path for r in records}) if p.is_file()]
+    files: dict[str, str | None] = {r.path: None for r in records if (layout.root / r.path).is_file()}
     artifacts = [artifact_record(layout, layout.raw_manifest, len(records))]
     if files:
         artifacts.append(file_list_record(layout, layout.file_list("connect"), files))

@@ -275,9 +275,10 @@ def _previous_run(layout: RunLayout, raw: RawRecord, key: str) -> dict[str, Any]
 def _store(layout: RunLayout, raw: RawRecord, items: list[ExtractedText]) -> tuple[list[ExtractedDocument], set[Path]]:
     """Write the documents' files and replace the raw file's entries in documents.jsonl."""
     layout.extracted_dir.mkdir(parents=True, exist_ok=True)
-    written: set[Path] = set()
+    files: dict[str, str | None] = {}
     phase = ExtractPhase()
-    new_docs = [phase._write(layout, raw, item, written) for item in items if item.text.strip()]
+    new_docs = [phase._write(layout, raw, item, files) for item in items if item.text.strip()]
+    written = {layout.root / rel for rel in files}
     old = (
         [ExtractedDocument.model_validate(r) for r in iter_jsonl(layout.documents)]
         if layout.documents.is_file()

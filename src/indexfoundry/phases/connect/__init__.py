@@ -205,6 +205,9 @@ class ConnectPhase(Phase):
         self._scans: dict[int, FolderScan | IndexFoundryError] = {}
         # Per source type, per source: what the run found (crawl summaries, repo commits).
         self._source_details: dict[str, dict[str, Any]] = {}
+        # Raw files this run copied or checked against their scanned hash, by path in the run:
+        # the file list takes their hashes from here instead of reading 20,000 files again.
+        self._verified: dict[str, str] = {}
 
     def config_slice(self, config: PipelineConfig) -> Any:
         # headers_env_hosts only when set: configs that do not use it keep their fingerprints.
@@ -262,6 +265,7 @@ class ConnectPhase(Phase):
         records: list[RawRecord] = []
         fetched_at: dict[str, str] = {}
         self._source_details = {}
+        self._verified = {}
         sources = ctx.config.connect.sources
         remote = [s for s in sources if not _is_local(s)]
         report = FetchReport()
@@ -299,7 +303,7 @@ class ConnectPhase(Phase):
             ctx.event("urls_removed", phase="connect", uris=removed)
         return PhaseOutcome(
             artifacts=[layout.raw_manifest],
-            files=list({layout.root / r.path for r in records}),  # the file list sorts them
+            files={r.path: self._verified.get(r.path) for r in records},  # the file list sorts them
             output_count=len(records),
             stats={
                 "sources": len(sources),
@@ -330,6 +334,8 @@ class ConnectPhase(Phase):
         # its scanned hash is hard-linked from there, not read and copied again.
         base = None if ctx.force else ctx.follows
         records, errors = copy_folder_files(ctx.layout, source, scan, base=base)
+        # Each record's file holds its hash: copied and hashed now, or looked up under it.
+        self._verified.update((record.path, record.sha256) for record in records)
         for uri, error in errors:
             ctx.record_error(error, "connect", uri=uri)
         return records

@@ -177,10 +177,10 @@ class ExtractPhase(Phase):
             "warnings": sorted(found.warnings),
         }
         write_artifact(layout.extraction_report, ExtractionReport.model_validate(report))
-        _prune(layout, found.written | {layout.documents, layout.extraction_report, layout.file_list("extract")})
+        _prune(layout, set(found.written))
         return PhaseOutcome(
             artifacts=[layout.documents, layout.extraction_report],
-            files=list(found.written),  # the file list sorts them by relative path
+            files=found.written,  # the file list sorts them by relative path
             output_count=len(documents),
             stats={
                 "documents": len(documents),
@@ -236,22 +236,26 @@ class ExtractPhase(Phase):
             results = _run_on(ctx.executor, jobs, limits, ctx.config.execution.raw_transfer, store)
         return jobs, results, workers
 
-    def _write(self, layout: RunLayout, raw: RawRecord, item: ExtractedText, written: set[Path]) -> ExtractedDocument:
+    def _write(
+        self, layout: RunLayout, raw: RawRecord, item: ExtractedText, written: dict[str, str | None]
+    ) -> ExtractedDocument:
         from indexfoundry.phases.extract.markdown import find_headings
 
         key = _text_key(raw, item)
         text_path = layout.extracted_text(key)
-        if text_path not in written:
+        text_rel = text_path.relative_to(layout.root).as_posix()
+        text_sha256 = sha256_text(item.text)  # the file's hash: its bytes are the text's UTF-8
+        if text_rel not in written:
             # One sync for all the texts (sync_filesystem in run): thousands of records, one file each.
             atomic_write_text(text_path, item.text, fsync=False)
-            written.add(text_path)
+            written[text_rel] = text_sha256
         pages_rel = None
         if item.pages is not None:
             pages_path = layout.extracted_pages(key)
-            if pages_path not in written:
-                atomic_write_jsonl(pages_path, item.pages)
-                written.add(pages_path)
             pages_rel = pages_path.relative_to(layout.root).as_posix()
+            if pages_rel not in written:
+                atomic_write_jsonl(pages_path, item.pages)
+                written[pages_rel] = None
         headings = item.headings if item.headings is not None else find_headings(item.text)
         return ExtractedDocument(
             doc_id=doc_id_for(raw.uri, raw.sha256, item.record_id),
@@ -259,8 +263,8 @@ class ExtractPhase(Phase):
             format=item.format,
             content_hash=raw.sha256,
             content_type=raw.content_type,
-            text_path=text_path.relative_to(layout.root).as_posix(),
-            text_sha256=sha256_text(item.text),
+            text_path=text_rel,
+            text_sha256=text_sha256,
             char_count=len(item.text),
             title=item.title,
             headings=headings,
@@ -285,7 +289,8 @@ class _Found:
     """What the extract phase found so far: documents, the files it wrote, and what went wrong."""
 
     documents: list[Document] = field(default_factory=list)
-    written: set[Path] = field(default_factory=set)
+    # The per-item files written or taken, by path in the run -> their SHA-256 where known.
+    written: dict[str, str | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     failures: list[dict[str, str]] = field(default_factory=list)
@@ -367,8 +372,12 @@ def _pdf_stats(layout: RunLayout, documents: list[Document], mode: str) -> dict[
     return {"mode_used": mode, **stats}
 
 
-def _prune(layout: RunLayout, keep: set[Path]) -> None:
-    names = {path.name for path in keep if path.parent == layout.extracted_dir}
+def _prune(layout: RunLayout, keep: set[str]) -> None:
+    """Remove the files of ``extracted/`` this run did not write or take (``keep``: paths in the
+    run); its documents, report and file list stay."""
+    folder = layout.extracted_dir.relative_to(layout.root).as_posix() + "/"
+    names = {rel[len(folder) :] for rel in keep if rel.startswith(folder) and "/" not in rel[len(folder) :]}
+    names.update(path.name for path in (layout.documents, layout.extraction_report, layout.file_list("extract")))
     with os.scandir(layout.extracted_dir) as entries:
         for entry in entries:
             if entry.name not in names and entry.is_file():

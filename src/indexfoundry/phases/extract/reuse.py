@@ -205,7 +205,9 @@ class ExtractReuse:
         hashes = index.artifact_hashes
         self.verified = {rel for rel, digest in zip(wanted, digests, strict=True) if digest == hashes[rel]}
 
-    def take(self, raw: RawRecord, documents: list[Document], written: set[Path], warnings: list[str]) -> bool:
+    def take(
+        self, raw: RawRecord, documents: list[Document], written: dict[str, str | None], warnings: list[str]
+    ) -> bool:
         """Copy the base run's extraction of ``raw`` into this run when it is unchanged.
 
         Appends the documents and warnings, records the files written, and returns True; returns
@@ -218,20 +220,21 @@ class ExtractReuse:
         if not docs:
             return False
         base, ctx = self.base, self.ctx
-        copies: dict[Path, Path] = {}
+        copies: list[str] = []
         for doc in docs:
             for rel in (doc.text_path, doc.pages_path):
                 if rel is None:
                     continue
                 if rel not in self.verified:
                     return False
-                copies[ctx.layout.root / rel] = base.root / rel
+                copies.append(rel)
         in_place = base.root == ctx.layout.root
-        for path, source in copies.items():
-            if path not in written:
+        hashes = self.index.artifact_hashes
+        for rel in copies:
+            if rel not in written:
                 if not in_place:  # in place the file is already there, with the bytes just verified
-                    link_or_copy(source, path)  # a hard link to the base run's file where possible
-                written.add(path)
+                    link_or_copy(base.root / rel, ctx.layout.root / rel)  # a hard link where possible
+                written[rel] = hashes[rel]  # verified against the base run's file list
         documents.extend(docs)
         warnings.extend(self.index.warnings.get(key, []))
         ctx.reuse_counts["extract"] = ctx.reuse_counts.get("extract", 0) + len(docs)
