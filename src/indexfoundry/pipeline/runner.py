@@ -42,6 +42,7 @@ from indexfoundry.phases.base import (
     link_followed_artifacts,
 )
 from indexfoundry.phases.executor import LOCAL, Executor
+from indexfoundry.pipeline.gc_policy import fewer_collections
 from indexfoundry.pipeline.guards import RunGuards, check_phase_output
 from indexfoundry.pipeline.inuse import in_use
 from indexfoundry.pipeline.locks import shared_store_lock
@@ -427,7 +428,13 @@ def execute(
     started = monotonic_ms()
     # Artifacts are made durable at the manifest commits, one sync each (storage/atomic.py).
     # File hashes known by stat (storage/filehashes.py): a rerun does not read unchanged files again.
-    with deferred_sync(), RunSession.open(layout) as session, known_file_hashes(layout.runs_dir):
+    # The cyclic collector runs rarely meanwhile (pipeline/gc_policy.py).
+    with (
+        fewer_collections(),
+        deferred_sync(),
+        RunSession.open(layout) as session,
+        known_file_hashes(layout.runs_dir),
+    ):
         remove_stale_temp_files(layout.root)  # writes a SIGKILLed process never finished
         manifest = session.manifest
         frozen = frozen_config(config)
