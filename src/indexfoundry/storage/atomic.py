@@ -130,24 +130,27 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
         _fsync_dir(path.parent)
 
 
-def link_or_copy(source: Path, path: Path) -> None:
+def link_or_copy(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
     """Put the bytes of the finished file ``source`` (verified by the caller) at ``path``: a hard
     link to ``source`` when the filesystem allows one (a run taking an unchanged file from its
     base run writes no bytes), else an atomic copy. A ``path`` that already is ``source`` is left
     alone. Either way ``path`` appears whole or not at all; artifacts are only ever replaced,
-    never written in place, so the two names never diverge."""
+    never written in place, so the two names never diverge. Either may be a string (callers
+    linking 20,000 files make no ``Path`` for each)."""
     try:
         os.link(source, path)  # the common case, one call: a new name in a folder that exists
-    except FileNotFoundError:  # the folder does not exist yet (or the source is gone)
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:  # the name exists: the same file, or bytes to replace
-        pass
-    except OSError:  # no hard links here: copy the bytes
-        atomic_write_bytes(path, source.read_bytes(), fsync=False)
-        return
+    except OSError as exc:
+        failed: OSError = exc
     else:
         _defer()  # the new name is made durable with the next commit's sync
         return
+    source, path = Path(source), Path(path)
+    if isinstance(failed, FileNotFoundError):  # the folder does not exist yet (or the source is gone)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not isinstance(failed, FileExistsError):  # no hard links here: copy the bytes
+        atomic_write_bytes(path, source.read_bytes(), fsync=False)
+        return
+    # Else the name exists: the same file, or bytes to replace.
     with contextlib.suppress(OSError):
         if os.path.samefile(source, path):
             return

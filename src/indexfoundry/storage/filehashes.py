@@ -31,6 +31,8 @@ from indexfoundry.storage.workcache import WorkCache
 KIND = "file-sha256/1"
 RACY_NS = 2_000_000_000
 
+StrPath = str | os.PathLike[str]
+
 
 def _key(info: os.stat_result) -> str:
     return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
@@ -45,7 +47,7 @@ class FileHashes:
         # (a scan, then the copy; a reuse check, then the phase's file list).
         self.seen: dict[str, str] = {}
 
-    def many(self, paths: Sequence[Path], stats: Sequence[os.stat_result] | None = None) -> list[str | None]:
+    def many(self, paths: Sequence[StrPath], stats: Sequence[os.stat_result] | None = None) -> list[str | None]:
         """The SHA-256 of each path (None: not a regular file, or unreadable), the hashes this
         cache knows looked up in one batch; ``stats``: the paths' ``os.stat`` when the caller
         just took it (not taken again)."""
@@ -122,14 +124,15 @@ def known_file_hashes(runs_dir: Path) -> Iterator[FileHashes]:
                 cache.close()
 
 
-def file_sha256_many(paths: Sequence[Path], stats: Sequence[os.stat_result] | None = None) -> list[str | None]:
+def file_sha256_many(paths: Sequence[StrPath], stats: Sequence[os.stat_result] | None = None) -> list[str | None]:
     """The SHA-256 of each path (None: missing or not a regular file), by stat where known: one
     look-up of the work cache for all of them (a scan of 20,000 files asks once, not 20,000
-    times). ``stats``: each path's ``os.stat``, when the caller has just taken it."""
+    times). ``stats``: each path's ``os.stat``, when the caller has just taken it. Paths may be
+    strings: a caller with 20,000 of them makes no ``Path`` for each."""
     return (_ACTIVE.get() or FileHashes(None)).many(paths, stats)
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: StrPath) -> str:
     """The SHA-256 of one file, by stat where known; OSError when it cannot be read."""
     digest = file_sha256_many([path])[0]
     if digest is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from pathlib import Path
+import os
 from typing import Any
 
 import orjson
@@ -81,10 +81,10 @@ def sha256_json(value: Any) -> str:
     return sha256_text(canonical_json(value))
 
 
-def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
+def sha256_file(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> str:
     """Hex SHA-256 of a file, read in blocks so large files use bounded memory."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open(path, "rb") as handle:
         while block := handle.read(chunk_size):
             digest.update(block)
     return digest.hexdigest()

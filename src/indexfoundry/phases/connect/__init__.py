@@ -100,23 +100,33 @@ def store_raw_file(
 
 def _stored_raws(
     layout: RunLayout, base: RunLayout | None, wanted: list[tuple[str, str]]
-) -> list[tuple[Path, Path | None] | None]:
+) -> list[tuple[str, str | None] | None]:
     """For each (digest, ext): ``(raw/<digest>.<ext>, None)`` when this run already holds it,
     ``(that path, the base run's file)`` when the base run does (to hard-link, else copy), so the
     scanned file is not copied again; None when neither holds it. The hashes are looked up in two
-    batches (this run's, then the base run's for the rest), not once per file."""
-    targets = [layout.raw_file(digest, ext) for digest, ext in wanted]
-    found: list[tuple[Path, Path | None] | None] = [
-        (target, None) if held == digest else None
-        for target, held, (digest, _ext) in zip(targets, file_sha256_many(targets), wanted, strict=True)
-    ]
+    batches (this run's, then the base run's for the rest), not once per file; this run's folder
+    is listed once, so a new run looks up none of its names. Paths are strings: 20,000 files
+    make no ``Path`` each."""
+    names = [f"{digest}.{ext}" for digest, ext in wanted]
+    here = os.fspath(layout.raw_dir)
+    try:
+        present = set(os.listdir(here))
+    except FileNotFoundError:
+        present = set()
+    found: list[tuple[str, str | None] | None] = [None] * len(wanted)
+    held_here = [i for i, name in enumerate(names) if name in present]
+    targets = [os.path.join(here, names[i]) for i in held_here]
+    for i, target, held in zip(held_here, targets, file_sha256_many(targets), strict=True):
+        if held == wanted[i][0]:
+            found[i] = (target, None)
     missing = [i for i, kept in enumerate(found) if kept is None]
     if base is None or not missing:
         return found
-    places = [base.raw_file(*wanted[i]) for i in missing]
+    there = os.fspath(base.raw_dir)
+    places = [os.path.join(there, names[i]) for i in missing]
     for i, place, held in zip(missing, places, file_sha256_many(places), strict=True):
         if held == wanted[i][0]:
-            found[i] = (targets[i], place)
+            found[i] = (os.path.join(here, names[i]), place)
     return found
 
 
@@ -140,12 +150,14 @@ def copy_folder_files(
     for file, ext, kept in zip(scan.files, exts, stored, strict=True):
         try:
             if kept is not None:
-                digest, target = file.sha256, kept[0]
+                digest, name = file.sha256, f"{file.sha256}.{ext}"
                 if kept[1] is not None:
-                    link_or_copy(kept[1], target)
+                    link_or_copy(kept[1], kept[0])
+                size = file.size_bytes  # a file kept under its scanned hash has the scanned size
             else:
                 limit = int(source.max_file_size_mb * 1024 * 1024)
                 digest, target = store_raw_file(layout, file.path, ext, limit, uri=file.uri)
+                name, size = target.name, target.stat().st_size  # a copy, its own
         except FileTooLarge as exc:
             errors.append((file.uri, exc))
             continue
@@ -160,11 +172,10 @@ def copy_folder_files(
             RawRecord(
                 uri=file.uri,
                 sha256=digest,
-                # a file kept under its scanned hash has the scanned size; a copy, its own
-                size_bytes=file.size_bytes if kept is not None else target.stat().st_size,
+                size_bytes=size,
                 content_type=file.content_type,
                 ext=ext,
-                path=f"{raw_dir_name}/{target.name}",
+                path=f"{raw_dir_name}/{name}",
                 source_kind="folder",
                 source_name=source_name,
                 relative_path=file.relative_path,

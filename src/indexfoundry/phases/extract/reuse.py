@@ -21,6 +21,7 @@ byte-identical artifacts to a run from scratch over the same inputs.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,7 +202,9 @@ class ExtractReuse:
                 if rel is not None and rel in index.artifact_hashes
             }
         )
-        digests = file_sha256_many([self.base.root / rel for rel in wanted])
+        # Paths as strings, here and in ``take``: 20,000 texts make no ``Path`` each.
+        self._from, self._to = os.fspath(self.base.root), os.fspath(ctx.layout.root)
+        digests = file_sha256_many([os.path.join(self._from, rel) for rel in wanted])
         hashes = index.artifact_hashes
         self.verified = {rel for rel, digest in zip(wanted, digests, strict=True) if digest == hashes[rel]}
 
@@ -233,7 +236,8 @@ class ExtractReuse:
         for rel in copies:
             if rel not in written:
                 if not in_place:  # in place the file is already there, with the bytes just verified
-                    link_or_copy(base.root / rel, ctx.layout.root / rel)  # a hard link where possible
+                    # a hard link where possible
+                    link_or_copy(os.path.join(self._from, rel), os.path.join(self._to, rel))
                 written[rel] = hashes[rel]  # verified against the base run's file list
         documents.extend(docs)
         warnings.extend(self.index.warnings.get(key, []))
