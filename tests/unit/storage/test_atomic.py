@@ -102,21 +102,25 @@ def test_link_or_copy_copies_where_links_fail(tmp_path: Path, monkeypatch: pytes
     assert target.read_bytes() == b"bytes" and not os.path.samefile(source, target)
 
 
-def test_the_commit_json_is_the_pretty_json_byte_for_byte():
-    from indexfoundry.storage.atomic import dump_commit_json, dump_json
+def test_the_pretty_json_is_the_json_modules_byte_for_byte():
+    import json
+
+    from indexfoundry.storage.atomic import dump_json
 
     values = [
         {"b": [1, 2.5, {"c": None, "é": "ü\u2028\x01"}], "a": {}, "e": [], "f": -0.0, "t": True},
         {"tiny": 1e-7, "huge": 1e300, "big": 2**70},
         {"deep": [["a", ["b", [1e17]]]], "keys": {"x": {1: "int key"}}},
         [{"path": f"raw/{n}.md", "sha256": "0" * 64, "records": n} for n in range(50)] + [[2**64]],
+        {"lone surrogate": "\ud800"},
         [],
         "text",
     ]
     for value in values:
-        assert dump_commit_json(value) == dump_json(value)
+        expected = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        assert dump_json(value) == expected
     with pytest.raises(ValueError):
-        dump_commit_json({"nan": float("nan")})
+        dump_json({"nan": float("nan")})
 
 
 def test_json_is_read_as_the_json_module_reads_it():
