@@ -133,13 +133,17 @@ def _detect_grouped(texts: list[str], groups: list[str], cache: WorkCache | None
     fresh = {t: _sample(t) for t in texts if t not in known}
     _samples.put_many(fresh)
     samples = [known[t] if t in known else fresh[t] for t in texts]
+    own = [s if s is not None and len(s) >= MIN_SAMPLE_CHARS else None for s in samples]
+    # A group's joined sample is detected only for a group with a text too short of its own
+    # (a document's other chunks all have theirs: detecting its whole prose too would cost one
+    # more detection per document for nothing).
+    short = {group for sample, group in zip(own, groups, strict=True) if sample is None}
     joined: dict[str, list[str]] = {}
     for sample, group in zip(samples, groups, strict=True):
-        if sample is not None:
+        if sample is not None and group in short:
             joined.setdefault(group, []).append(sample)
     group_samples = {g: " ".join(parts)[:_SAMPLE_CHARS] for g, parts in joined.items()}
     group_samples = {g: s for g, s in group_samples.items() if len(s) >= MIN_SAMPLE_CHARS}
-    own = [s if s is not None and len(s) >= MIN_SAMPLE_CHARS else None for s in samples]
     wanted = {s for s in own if s is not None} | set(group_samples.values())
     found = _memo.get_many(sorted(wanted))
     todo = sorted(wanted - found.keys())

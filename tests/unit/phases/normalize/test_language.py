@@ -84,3 +84,15 @@ def test_a_group_seen_before_takes_its_languages_without_a_look_at_its_texts(
         sampled.clear()
         assert language.detect_grouped_languages(texts, ["a", "b", "c"], cache)[1] is None
         assert sampled == texts[:2]
+
+
+def test_a_documents_joined_prose_is_detected_only_when_one_of_its_chunks_is_too_short(counting: CountingDetector):
+    fox, dog = PROSE["en.md"], PROSE["de.md"].replace("Der", "Ein")
+    # Two chunks of one document, each with prose enough of its own: their two samples only.
+    assert language.detect_grouped_languages([fox, dog], ["a", "a"]) == ["en", "de"]
+    assert counting.samples == 2
+    # A third, too short to tell: the document's joined prose is detected too, and it takes that.
+    counting.samples = 0
+    texts = [PROSE["fr.md"], "Court.", PROSE["fr.md"].replace("Le renard", "Un renard")]
+    assert language.detect_grouped_languages(texts, ["b", "b", "b"]) == ["fr", "fr", "fr"]
+    assert counting.samples == 3
