@@ -9,6 +9,7 @@ upstream phase's manifest and artifacts, never by globbing folders.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -319,8 +320,10 @@ def link_followed_artifacts(ctx: PhaseContext, theirs: PhaseManifest, leave: fro
             continue
         link_or_copy(source.root / artifact.path, ctx.layout.root / artifact.path)
         if artifact.files is not None:
+            # Path strings: a list of 20,000 files makes no Path each.
+            theirs_root, ours = os.fspath(source.root), os.fspath(ctx.layout.root)
             for rel in read_file_list(source.root / artifact.path):
-                link_or_copy(source.root / rel, ctx.layout.root / rel)
+                link_or_copy(os.path.join(theirs_root, rel), os.path.join(ours, rel))
 
 
 def upstream_artifact_hashes(ctx: PhaseContext, phase: PhaseName) -> list[str]:

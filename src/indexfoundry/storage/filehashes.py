@@ -124,6 +124,14 @@ def known_file_hashes(runs_dir: Path) -> Iterator[FileHashes]:
                 cache.close()
 
 
+def active_work_cache() -> WorkCache | None:
+    """The runs folder's work cache that ``known_file_hashes`` opened for this block, if any: a
+    phase keeps there what it learned about a file by its hash (a folder scan: each file's
+    sniffed content type)."""
+    hashes = _ACTIVE.get()
+    return hashes.cache if hashes is not None else None
+
+
 def file_sha256_many(paths: Sequence[StrPath], stats: Sequence[os.stat_result] | None = None) -> list[str | None]:
     """The SHA-256 of each path (None: missing or not a regular file), by stat where known: one
     look-up of the work cache for all of them (a scan of 20,000 files asks once, not 20,000

@@ -190,7 +190,8 @@ def artifacts_verify(layout: RunLayout, artifacts: list[ArtifactRecord]) -> bool
         listed = read_file_list(layout.root / artifact.path)
         if len(listed) != artifact.files:
             return False
-        held = file_sha256_many([layout.root / rel for rel in listed])
+        root = os.fspath(layout.root)  # path strings: a list of 20,000 files makes no Path each
+        held = file_sha256_many([os.path.join(root, rel) for rel in listed])
         if any(digest != expected for digest, expected in zip(held, listed.values(), strict=True)):
             return False
     return True

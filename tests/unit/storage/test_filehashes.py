@@ -102,7 +102,8 @@ def test_a_folder_scan_looks_its_hashes_up_in_one_query(tmp_path: Path, monkeypa
     real_get = WorkCache.get_many
 
     def counted(self: WorkCache, kind: str, keys: object) -> dict[str, object]:
-        queries.append(1)
+        if kind == filehashes.KIND:  # the file hashes' (the scan asks for its files' sniffed types apart)
+            queries.append(1)
         return real_get(self, kind, keys)  # type: ignore[arg-type]
 
     monkeypatch.setattr(WorkCache, "get_many", counted)
@@ -117,3 +118,43 @@ def test_a_folder_scan_looks_its_hashes_up_in_one_query(tmp_path: Path, monkeypa
     assert len(queries) == 2
     assert [f.sha256 for f in again.files] == [f.sha256 for f in first.files] == [f.sha256 for f in later.files]
     assert len(first.files) == 30 and first.files[0].sha256 == sha256_bytes(b"# Doc 0\n\nText 0.\n")
+
+
+def test_a_rescan_takes_each_files_sniffed_type_by_its_hash_and_name_without_opening_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from indexfoundry.models.config import FolderSource
+    from indexfoundry.phases.connect import folder as folder_module
+    from indexfoundry.phases.connect.folder import scan_folder
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    _old_file(folder / "a.md", b"# A\n\nText.\n")
+    _old_file(folder / "page.txt", b"<!doctype html><html><body>a page saved as .txt</body></html>")
+    _old_file(folder / "b.md", b"# A\n\nText.\n")  # the same bytes under another name
+    source = FolderSource(type="folder", path=str(folder), glob="*")
+    opened: list[str] = []
+    real_open = Path.open
+
+    def counted_open(self: Path, *args: object, **kwargs: object) -> object:
+        if self.parent == folder:
+            opened.append(self.name)
+        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "open", counted_open)
+    with known_file_hashes(tmp_path / "runs"):
+        first = scan_folder(source)
+    assert sorted(opened) == ["a.md", "b.md", "page.txt"]
+    opened.clear()
+    with known_file_hashes(tmp_path / "runs"):  # the next run: every type known
+        again = scan_folder(source)
+    assert opened == []
+    types = {f.relative_path: f.content_type for f in again.files}
+    assert types == {f.relative_path: f.content_type for f in first.files}
+    assert types == {"a.md": "text/markdown", "b.md": "text/markdown", "page.txt": "text/html"}
+    # A file whose type is known but that can no longer be read is an error, as before.
+    monkeypatch.setattr(folder_module.os, "access", lambda path, mode: not str(path).endswith("a.md"))
+    with known_file_hashes(tmp_path / "runs"):
+        third = scan_folder(source)
+    assert [f.relative_path for f in third.files] == ["b.md", "page.txt"]
+    assert [uri for uri, _error in third.errors] == ["docs/a.md"]

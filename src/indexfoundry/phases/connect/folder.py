@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import sqlite3
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from wcmatch import glob as wglob
 
+from indexfoundry import __version__
 from indexfoundry.errors import ConfigInvalid, FileTooLarge, IndexFoundryError, ParseError
 from indexfoundry.models.config import FolderSource
-from indexfoundry.phases.connect.sniff import sniff_content_type
-from indexfoundry.storage.filehashes import file_sha256_many
+from indexfoundry.phases.connect.sniff import SNIFF_RULES, sniff_content_type
+from indexfoundry.storage.filehashes import active_work_cache, file_sha256_many
 from indexfoundry.storage.hashing import sha256_file
 
 _GLOB_FLAGS = wglob.GLOBSTAR | wglob.DOTGLOB | wglob.BRACE
@@ -69,17 +74,30 @@ def scan_folder(source: FolderSource) -> FolderScan:
         )
     entries = _walk(root, source)
     candidates = [entry for entry in entries if isinstance(entry, _Candidate)]
-    digests = iter(file_sha256_many([c.real for c in candidates], [c.info for c in candidates]))
+    found = file_sha256_many([c.real for c in candidates], [c.info for c in candidates])
+    # Each file's sniffed type by its hash and name, from the runs folder's work cache: a rerun
+    # opens no unchanged file to read its first bytes again.
+    cache = active_work_cache()
+    keys = [f"{digest}:{c.filename}" if digest else None for c, digest in zip(candidates, found, strict=True)]
+    types: dict[str, Any] = cache.get_many(_sniff_kind(), [k for k in keys if k]) if cache is not None else {}
+    fresh: dict[str, str] = {}
+    digests, type_keys = iter(found), iter(keys)
     files: list[FolderFile] = []
     errors: list[tuple[str, IndexFoundryError]] = []
     for entry in entries:  # in walk order, as the errors were always listed
         if not isinstance(entry, _Candidate):
             errors.append(entry)
             continue
+        key = next(type_keys)
         try:
             digest = next(digests) or sha256_file(entry.real)  # None: raises why it cannot be read
-            with entry.real.open("rb") as handle:
-                head = handle.read(8192)
+            content_type = types.get(key) if key is not None else None
+            if not isinstance(content_type, str):
+                with entry.real.open("rb") as handle:
+                    content_type = sniff_content_type(entry.filename, handle.read(8192))
+                fresh[f"{digest}:{entry.filename}"] = content_type
+            elif not os.access(entry.real, os.R_OK):  # known, but no longer readable: say so
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
         except OSError as exc:
             errors.append((entry.uri, _unreadable(entry.uri, exc)))
             continue
@@ -90,11 +108,18 @@ def scan_folder(source: FolderSource) -> FolderScan:
                 uri=entry.uri,
                 sha256=digest,
                 size_bytes=entry.info.st_size,
-                content_type=sniff_content_type(entry.filename, head),
+                content_type=content_type,
             )
         )
+    if cache is not None and fresh:
+        with contextlib.suppress(sqlite3.Error, OSError):  # a full disk: the types are sniffed again
+            cache.put_many(_sniff_kind(), fresh)
     files.sort(key=lambda f: f.uri)
     return FolderScan(files=files, errors=errors)
+
+
+def _sniff_kind() -> str:
+    return f"content-type/{SNIFF_RULES}/{__version__}"
 
 
 def _unreadable(uri: str, exc: OSError) -> ParseError:

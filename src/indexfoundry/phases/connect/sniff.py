@@ -58,6 +58,12 @@ def _looks_textual(head: bytes) -> bool:
         return exc.start >= len(head) - 4
 
 
+# The rules of ``sniff_content_type``: a folder scan keeps each file's sniffed type in the runs
+# folder's work cache under this (and the product's version), by the file's hash and name.
+# Raise it with any change of the rules below.
+SNIFF_RULES = "1"
+
+
 def sniff_content_type(name: str, head: bytes, declared: str | None = None) -> str:
     """Best content type for a file called ``name`` starting with ``head``.
 
