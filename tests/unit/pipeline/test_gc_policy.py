@@ -86,3 +86,17 @@ def test_a_disabled_collector_stays_disabled(own_thresholds: None):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_what_a_run_leaves_in_reference_cycles_is_collected_when_it_ends(own_thresholds: None):
+    import weakref
+
+    class Node:
+        pass
+
+    with fewer_collections():
+        node = Node()
+        node.self = node  # type: ignore[attr-defined]
+        gone = weakref.ref(node)
+        del node
+    assert gone() is None
