@@ -17,11 +17,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from indexfoundry.phases.normalize import language
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.unit.phases.normalize.test_language import CountingDetector  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
@@ -45,18 +50,6 @@ def _pieces(markdown: Path, scifact: Path, records: int) -> tuple[list[str], lis
     return texts, groups
 
 
-class _Counting:
-    """The real detector, counting the samples it is asked about."""
-
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.samples = 0
-
-    def detect_languages_in_parallel_of(self, texts: list[str]) -> list[Any]:
-        self.samples += len(texts)
-        return list(self.real.detect_languages_in_parallel_of(texts))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--markdown", type=Path, default=SHARED / "markdown")
@@ -65,7 +58,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print JSON only")
     args = parser.parse_args()
     texts, groups = _pieces(args.markdown, args.scifact, args.records)
-    counting = _Counting(language._detector())
+    counting = CountingDetector(language._detector())
     counting.real.detect_language_of("The language models are loaded by a first detection.")
     language._detector = lambda: counting  # type: ignore[assignment]
     started = time.perf_counter()

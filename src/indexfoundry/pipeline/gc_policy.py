@@ -7,8 +7,8 @@ store's rows. With CPython's default thresholds (700, 10, 10) the collector runs
 phases make no reference cycles worth finding (reference counting frees their data): a
 one-file edit of 20,000 files ran about 1,900 collections, 12 of them full, for about 1 s of
 a 9-10 s run (``docs/benchmarks.md``, "Small changes at any size"). While ``execute`` runs,
-the youngest generation is collected after 200,000 new containers instead (3 collections,
-0.14 s in the same edit; the process's peak memory did not change), and the thresholds the
+the youngest generation is collected after 200,000 new containers instead (0.23-0.26 s in
+the same edit with the final collection below; the process's peak memory did not change), and the thresholds the
 process had are put back when the last execution in the process ends, after one full
 collection of what the executions left in reference cycles. Thresholds do not
 turn on a collector the process turned off (``gc.disable()`` stays in force).

@@ -27,7 +27,7 @@ from typing import Any, cast
 import orjson
 from pydantic import BaseModel
 
-from indexfoundry.storage.hashing import canonical_json, orjson_exact
+from indexfoundry.storage.hashing import StrPath, canonical_json, orjson_exact
 
 
 @dataclass
@@ -130,7 +130,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
         _fsync_dir(path.parent)
 
 
-def link_or_copy(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+def link_or_copy(source: StrPath, path: StrPath) -> None:
     """Put the bytes of the finished file ``source`` (verified by the caller) at ``path``: a hard
     link to ``source`` when the filesystem allows one (a run taking an unchanged file from its
     base run writes no bytes), else an atomic copy. A ``path`` that already is ``source`` is left

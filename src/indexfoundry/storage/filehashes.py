@@ -25,13 +25,11 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from indexfoundry.storage.hashing import sha256_file
+from indexfoundry.storage.hashing import StrPath, sha256_file
 from indexfoundry.storage.workcache import WorkCache
 
 KIND = "file-sha256/1"
 RACY_NS = 2_000_000_000
-
-StrPath = str | os.PathLike[str]
 
 
 def _key(info: os.stat_result) -> str:

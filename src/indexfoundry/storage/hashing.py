@@ -15,6 +15,9 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
+# A file's path: a Path, or a string (callers with 20,000 files make no Path for each).
+StrPath = str | os.PathLike[str]
+
 
 def _model_json(value: Any) -> Any:
     if isinstance(value, BaseModel):
@@ -81,7 +84,7 @@ def sha256_json(value: Any) -> str:
     return sha256_text(canonical_json(value))
 
 
-def sha256_file(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> str:
+def sha256_file(path: StrPath, chunk_size: int = 1 << 20) -> str:
     """Hex SHA-256 of a file, read in blocks so large files use bounded memory."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
